@@ -30,6 +30,7 @@ import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import {
   collectionPath,
   isKubeObject,
+  itemPath,
   type KubeObject,
   labelValue,
   type ObjectRef,
@@ -322,7 +323,7 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
   }
 
   #path(ref: ObjectRef): string {
-    return `${collectionPath(CONFIG_MAPS, ref.namespace)}/${encodeURIComponent(ref.name)}`;
+    return itemPath(CONFIG_MAPS, ref);
   }
 
   /**

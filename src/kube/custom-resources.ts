@@ -7,8 +7,8 @@ import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import {
-  collectionPath,
   isKubeObject,
+  itemPath,
   type KubeObject,
   keptMetadata,
   type ObjectRef,
@@ -271,8 +271,7 @@ export class CustomResources<
   }
 
   #itemPath(ref: ObjectRef): string {
-    const namespace = this.#type.clusterScoped ? undefined : ref.namespace;
-    return `${collectionPath(this.#type, namespace)}/${encodeURIComponent(ref.name)}`;
+    return itemPath(this.#type, this.#type.clusterScoped ? { name: ref.name } : ref);
   }
 }
 

@@ -15,7 +15,7 @@ import type { EventNote, EventsPort } from "../reconcile/ports.ts";
 import { type CancelTimer, type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { type KubeObject, toMicroTime } from "./object.ts";
+import { collectionPath, itemPath, type KubeObject, type ResourceType, toMicroTime } from "./object.ts";
 import { TurnGate } from "./turn-gate.ts";
 
 /**
@@ -83,6 +83,9 @@ interface Series {
 
 /** How long one Event write may take. */
 const EVENT_WRITE_TIMEOUT_MS = 10_000;
+
+/** The resource type `events.events.k8s.io`. */
+const EVENTS: ResourceType = { group: "events.k8s.io", version: "v1", plural: "events" };
 /** The `reportingController` of every Event the operator writes. */
 const REPORTING_CONTROLLER = "dms.dev/operator";
 
@@ -219,7 +222,7 @@ export class KubeEventRecorder {
     try {
       await this.#client.request({
         method: "PATCH",
-        path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(series.namespace)}/events/${encodeURIComponent(series.name)}`,
+        path: itemPath(EVENTS, series),
         contentType: PatchType.Merge,
         body: {
           series: { count: series.count + 1 + series.dropped, lastObservedTime: toMicroTime(new Date(now)) },
@@ -245,7 +248,7 @@ export class KubeEventRecorder {
     const name = `${regarding.name.slice(0, 200)}.${suffix}`;
     await this.#client.request({
       method: "POST",
-      path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+      path: collectionPath(EVENTS, namespace),
       body: {
         apiVersion: "events.k8s.io/v1",
         kind: "Event",

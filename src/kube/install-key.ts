@@ -10,6 +10,8 @@ import { randomBytes } from "node:crypto";
 import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, KubeApiError, NotFoundError } from "./errors.ts";
+import { collectionPath, itemPath } from "./object.ts";
+import { SECRETS } from "./secrets.ts";
 
 /** The Secret's name, in the operator's namespace (the Role of manifests/rbac names it). */
 export const INSTALL_KEY_SECRET = "dms-operator-install-key";
@@ -24,9 +26,6 @@ const MIN_KEY_BYTES = 16;
 export class InstallKeyError extends Error {
   override readonly name = "InstallKeyError";
 }
-
-const path = (namespace: string, name?: string) =>
-  `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name ? `/${encodeURIComponent(name)}` : ""}`;
 
 /** The key's bytes in a Secret read from the API server; an {@link InstallKeyError} when unusable. */
 function keyOf(secret: unknown, namespace: string): Buffer {
@@ -68,7 +67,10 @@ export async function ensureInstallKey(
   };
   try {
     // Create only: an existing Secret is never overwritten, so every replica ends with the one.
-    return keyOf(await client.request({ method: "POST", path: path(namespace), body, signal }), namespace);
+    return keyOf(
+      await client.request({ method: "POST", path: collectionPath(SECRETS, namespace), body, signal }),
+      namespace,
+    );
   } catch (error) {
     if (error instanceof ConflictError) return readInstallKey(client, namespace, signal);
     throw forbidden(error, namespace, "create");
@@ -86,7 +88,11 @@ export async function readInstallKey(
 ): Promise<Buffer> {
   try {
     return keyOf(
-      await client.request({ method: "GET", path: path(namespace, INSTALL_KEY_SECRET), signal }),
+      await client.request({
+        method: "GET",
+        path: itemPath(SECRETS, { namespace, name: INSTALL_KEY_SECRET }),
+        signal,
+      }),
       namespace,
     );
   } catch (error) {

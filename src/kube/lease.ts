@@ -13,10 +13,18 @@ import {
 } from "../runtime/leader.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, isNotFound } from "./errors.ts";
-import { isKubeObject, type ObjectRef, parseKubeTime, toMicroTime } from "./object.ts";
+import {
+  collectionPath,
+  isKubeObject,
+  itemPath,
+  type ObjectRef,
+  parseKubeTime,
+  type ResourceType,
+  toMicroTime,
+} from "./object.ts";
 
-const leasesPath = (namespace: string) =>
-  `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+/** The resource type `leases.coordination.k8s.io`. */
+const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
 
 /** Reads a Lease object from the wire into the port's snapshot; throws when it is malformed. */
 export function leaseSnapshotFrom(raw: unknown): LeaseSnapshot {
@@ -94,7 +102,12 @@ export class KubeLease implements LeasePort {
   }
 
   async create(record: LeaseRecord, signal: AbortSignal): Promise<LeaseSnapshot> {
-    return this.#write("POST", leasesPath(this.#ref.namespace), this.#object(record, undefined), signal);
+    return this.#write(
+      "POST",
+      collectionPath(LEASES, this.#ref.namespace),
+      this.#object(record, undefined),
+      signal,
+    );
   }
 
   async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<LeaseSnapshot> {
@@ -159,6 +172,6 @@ export class KubeLease implements LeasePort {
   }
 
   #itemPath(): string {
-    return `${leasesPath(this.#ref.namespace)}/${encodeURIComponent(this.#ref.name)}`;
+    return itemPath(LEASES, this.#ref);
   }
 }

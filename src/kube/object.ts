@@ -16,6 +16,7 @@ import { keptAnnotationValue } from "../reconcile/inputs.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type ObjectRef, objectKey } from "../runtime/queue-lines.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
+import { NotFoundError } from "./errors.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
 export interface ObjectMeta {
@@ -231,6 +232,42 @@ export function collectionPath(type: ResourceType, namespace?: string): string {
   return namespace
     ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
     : `${root}/${type.plural}`;
+}
+
+/**
+ * A name no object can have, refused before any request ({@link itemPath}): a
+ * {@link NotFoundError}, since no object of that name exists, so every caller that reads a 404 as
+ * "missing" reads this one so too (a reference to a Secret named `.` is a missing Secret).
+ */
+export class UnnamableObjectError extends NotFoundError {
+  override readonly name: string = "UnnamableObjectError";
+  constructor(type: ResourceType, objectName: string) {
+    super(
+      404,
+      "NotFound",
+      `no ${type.plural} can be named ${JSON.stringify(objectName)}: an object's name is not empty, not . or .., and holds no / or %`,
+    );
+  }
+}
+
+/**
+ * Whether `name` can be one object's segment of an API path, as the API server requires of every
+ * object name: not empty, not `.` or `..` (which a URL resolves to the collection or the
+ * namespace: a GET of one Secret would read them all), without `/` or `%`.
+ */
+export function isPathSegmentName(name: string): boolean {
+  return name !== "" && name !== "." && name !== ".." && !/[/%]/.test(name);
+}
+
+/**
+ * The path of the object `ref` of `type` (cluster-scoped when `ref.namespace` is empty or absent).
+ * Throws an {@link UnnamableObjectError} for a name no object can have ({@link isPathSegmentName}):
+ * a tenant writes the names of its references freely, and `.` or `..` would send the request to
+ * the collection or the namespace instead.
+ */
+export function itemPath(type: ResourceType, ref: { namespace?: string; name: string }): string {
+  if (!isPathSegmentName(ref.name)) throw new UnnamableObjectError(type, ref.name);
+  return `${collectionPath(type, ref.namespace || undefined)}/${encodeURIComponent(ref.name)}`;
 }
 
 /**

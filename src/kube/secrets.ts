@@ -2,7 +2,7 @@ import type { SecretsPort } from "../reconcile/ports.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { collectionPath, isKubeObject, type ObjectRef, type ResourceType } from "./object.ts";
+import { isKubeObject, itemPath, type ObjectRef, type ResourceType } from "./object.ts";
 import { WatchedResource, type WatchOptions } from "./scope.ts";
 
 /** The core resource type `secrets`. */
@@ -105,17 +105,11 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
     keys: readonly string[],
     signal: AbortSignal,
   ): Promise<SecretValuesResult> {
-    // A name no Secret can have is not sent: "." would be read as the namespace's whole list of
-    // Secrets (every value of every one), ".." as the namespace itself.
-    if (!isPathSegmentName(ref.name))
-      return { kind: "missing-secret", namespace: ref.namespace, name: ref.name };
     let secret: unknown;
     try {
-      secret = await this.#client.request({
-        method: "GET",
-        path: `${collectionPath(SECRETS, ref.namespace)}/${encodeURIComponent(ref.name)}`,
-        signal,
-      });
+      // A name no Secret can have is not sent (itemPath refuses it as missing): "." would be read
+      // as the namespace's whole list of Secrets (every value of every one), ".." as the namespace.
+      secret = await this.#client.request({ method: "GET", path: itemPath(SECRETS, ref), signal });
     } catch (err) {
       if (isNotFound(err)) return { kind: "missing-secret", namespace: ref.namespace, name: ref.name };
       throw err;
@@ -128,15 +122,6 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
     }
     return { kind: "found", values };
   }
-}
-
-/**
- * Whether `name` can be one object's segment of an API path, as the API server requires of every
- * object name: not empty, not `.` or `..` (which a URL resolves to the collection or the
- * namespace), without `/` or `%`. A tenant writes the Secret names of its references freely.
- */
-function isPathSegmentName(name: string): boolean {
-  return name !== "" && name !== "." && name !== ".." && !/[/%]/.test(name);
 }
 
 /** Secret values, read live from the resource's own namespace; versions from the metadata watch. */

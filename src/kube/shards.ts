@@ -36,8 +36,8 @@ import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import { KubeLease, leaseSnapshotFrom } from "./lease.ts";
 import {
-  collectionPath,
   isKubeObject,
+  itemPath,
   type KubeObject,
   labelValue,
   type ObjectRef,
@@ -317,7 +317,7 @@ export async function patchShardLabels(
   try {
     await client.request({
       method: "PATCH",
-      path: `${collectionPath(DEPLOYMENTS, ref.namespace)}/${encodeURIComponent(ref.name)}`,
+      path: itemPath(DEPLOYMENTS, ref),
       contentType: "application/merge-patch+json",
       body: { metadata: { resourceVersion, labels } },
       signal,

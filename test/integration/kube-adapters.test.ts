@@ -1,6 +1,7 @@
 // The Kubernetes adapters (src/kube/) against the run's real kube-apiserver: the caches the
 // controller is triggered by, the writes it makes, Secrets, Events and the leader Lease.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readConnection } from "../../src/connection/read.ts";
 import { API_VERSION, KIND } from "../../src/crd/schema.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
@@ -420,6 +421,15 @@ spec:
   });
 
   describe("Secrets", () => {
+    /** The run's client, recording the path of every request it is asked to send into `paths`. */
+    const recordingClient = (paths: string[]) =>
+      ({
+        request: (req: { path: string }) => {
+          paths.push(req.path);
+          return client.request(req as Parameters<KubeClient["request"]>[0]);
+        },
+      }) as unknown as KubeClient;
+
     it("follows Secret changes through a metadata-only watch that never holds a value", async () => {
       const ns = await freshNamespace("kube-secrets");
       const secrets = new KubeSecrets({ client, namespaces: [ns] });
@@ -494,12 +504,7 @@ spec:
       const ns = await freshNamespace("kube-secret-names");
       await kubectlOk(["create", "secret", "generic", "creds", "-n", ns, "--from-literal=token=v"]);
       const paths: string[] = [];
-      const recording = {
-        request: (req: { path: string }) => {
-          paths.push(req.path);
-          return client.request(req as Parameters<KubeClient["request"]>[0]);
-        },
-      } as unknown as KubeClient;
+      const recording = recordingClient(paths);
       const secrets = new KubeSecrets({ client: recording, namespaces: [ns] });
       for (const name of [".", "..", "", `../../${ns}/secrets/creds`, "creds%2F..", "a/b"]) {
         expect(await secrets.getSecretValue({ namespace: ns, name }, "token", signal())).toEqual({
@@ -509,6 +514,36 @@ spec:
         });
       }
       expect(paths).toEqual([]);
+    });
+
+    it("a spec.connectionRef naming . or ..: that connection is not found, and neither the list of connections nor the API group is read as it", async () => {
+      const ns = await freshNamespace("kube-connection-names");
+      await apply(`apiVersion: ${API_VERSION}
+kind: ServiceConnection
+metadata:
+  name: prod
+  namespace: ${ns}
+spec:
+  baseUrl: https://service.example
+  apiKeySecretRef: { name: creds, key: token }
+`);
+      const paths: string[] = [];
+      const recording = recordingClient(paths);
+      const secrets = new KubeSecrets({ client: recording, namespaces: [ns] });
+      for (const [kind, name] of [
+        ["ServiceConnection", "."],
+        ["ServiceConnection", ".."],
+        ["ClusterServiceConnection", ".."],
+      ] as const) {
+        const id = { kind, namespace: kind === "ServiceConnection" ? ns : "", name };
+        await expect(readConnection({ client: recording, secrets }, id, signal())).rejects.toThrow(
+          new RegExp(
+            `^${kind} ${kind === "ServiceConnection" ? `${ns}/` : ""}\\.+ not found: check the name`,
+          ),
+        );
+      }
+      // Only the discovery document that tells a missing object from a missing CRD.
+      expect(new Set(paths)).toEqual(new Set([`/apis/${API_VERSION}`]));
     });
   });
 

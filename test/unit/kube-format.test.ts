@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { NotFoundError } from "../../src/kube/errors.ts";
 import { NOTE_LIMIT_BYTES, truncateNote } from "../../src/kube/events.ts";
 import { leaseSnapshotFrom, leaseSpecOf } from "../../src/kube/lease.ts";
-import { parseKubeTime, toMicroTime } from "../../src/kube/object.ts";
+import { itemPath, parseKubeTime, toMicroTime, UnnamableObjectError } from "../../src/kube/object.ts";
+import { SECRETS } from "../../src/kube/secrets.ts";
 
 describe("toMicroTime", () => {
   it("writes the six fractional digits the API server's MicroTime parser requires", () => {
@@ -18,6 +20,33 @@ describe("toMicroTime", () => {
   it.each([[undefined], [""], ["yesterday"], [42]])("reads %j as no time", (value) => {
     expect(parseKubeTime(value)).toBeUndefined();
   });
+});
+
+describe("itemPath", () => {
+  const CONNECTIONS = { group: "dms.dev", version: "v1alpha1", plural: "clusterserviceconnections" };
+
+  it("is the collection's path and the name, escaped", () => {
+    expect(itemPath(SECRETS, { namespace: "team-a", name: "creds" })).toBe(
+      "/api/v1/namespaces/team-a/secrets/creds",
+    );
+    expect(itemPath(SECRETS, { namespace: "team-a", name: "a:b" })).toBe(
+      "/api/v1/namespaces/team-a/secrets/a%3Ab",
+    );
+    expect(itemPath(CONNECTIONS, { namespace: "", name: "prod" })).toBe(
+      "/apis/dms.dev/v1alpha1/clusterserviceconnections/prod",
+    );
+  });
+
+  // "." would read the collection (every Secret's values), ".." the namespace or the API group.
+  it.each([[""], ["."], [".."], ["a/b"], ["../../other/secrets/creds"], ["creds%2F.."]])(
+    "refuses %j, a name no object can have, as a missing object",
+    (name) => {
+      const refuse = () => itemPath(SECRETS, { namespace: "team-a", name });
+      expect(refuse).toThrow(UnnamableObjectError);
+      expect(refuse).toThrow(NotFoundError);
+      expect(refuse).toThrow(`no secrets can be named ${JSON.stringify(name)}`);
+    },
+  );
 });
 
 describe("truncateNote", () => {
