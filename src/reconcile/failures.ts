@@ -9,7 +9,8 @@
  *   the next resync or spec change looks again.
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
  * - 429: retried no sooner than the service's Retry-After.
- * - 5xx, timeouts, lost connections: retried with backoff and jitter.
+ * - 5xx, timeouts, lost connections: retried with backoff and jitter. A 5xx is said by its call
+ *   and status only (its answer, which may differ at every attempt, goes to the log).
  * - An answer larger than the operator accepts (`too_large`): `ResponseTooLarge`, retried with
  *   backoff (the server may mend, and a larger `--max-response-bytes` needs a restart anyway).
  * - 409 on create because a tracing project of that name remains (`NameReserved`, see
@@ -131,6 +132,15 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
         outcome: failed(REASON.ReconcileError, `the service's state changed; looking again: ${message}`),
         rethrow: new Error(message),
       };
+    case "unavailable": {
+      // A 5xx's answer often differs at every attempt (a gateway's request id or time): the
+      // condition names the call and its status, the same while the outage lasts, so a retry (or
+      // the connection's next listing) failing the same way writes nothing. The log has the answer.
+      const unavailable = clean(
+        `${error.method} ${error.route}${answered}: the service, or a gateway in front of it, failed (its answer is in the operator's log); retried until it answers`,
+      );
+      return { outcome: failed(REASON.ServiceUnavailable, unavailable), rethrow: new Error(message) };
+    }
     default:
       return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };
   }

@@ -3,6 +3,7 @@
  * only, never to `/_sim/`. Rates draw from a seedable PRNG that is reseeded whenever the faults
  * are set, so a test that sends the same requests in the same order sees the same faults.
  */
+import { STATUS_CODES } from "node:http";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ServiceError } from "./errors.ts";
@@ -59,6 +60,11 @@ export const FaultsSchema = Type.Object(
         }),
       ),
     ),
+    /**
+     * Fault answers as a gateway in front of a service writes them: each names a request id of
+     * its own (`Service Unavailable (request id 4)`), a text that differs at every answer.
+     */
+    gatewayAnswers: Type.Optional(Type.Boolean()),
     /** Destroy the socket without answering, with probability `rate`. */
     resets: Type.Optional(
       Type.Array(Type.Object({ rate: Type.Number({ minimum: 0, maximum: 1 }), route: Route })),
@@ -163,6 +169,8 @@ export class FaultController {
     [];
   #random: () => number = prng(1);
   #active = false;
+  /** Fault answers given under `gatewayAnswers`: the last one's request id. */
+  #answered = 0;
 
   /** Replaces every fault with `faults` (validated) and reseeds the PRNG. */
   set(faults: Faults): void {
@@ -222,6 +230,14 @@ export class FaultController {
       }
     }
     return delayMs === 0 ? NONE : { delayMs };
+  }
+
+  /** The `detail` of a fault's answer of `status`: with a request id of its own under `gatewayAnswers`. */
+  errorDetail(status: number): string {
+    const text = STATUS_CODES[status] ?? "Error";
+    if (this.#faults.gatewayAnswers !== true) return text;
+    this.#answered += 1;
+    return `${text} (request id ${this.#answered})`;
   }
 
   /** The oversized answer `route` gets instead of its handler's, if any (first match). */

@@ -4,7 +4,7 @@
  * controls. For tests, the demo, the benchmark, and trying the operator without an account.
  */
 import { timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { isUuid } from "../api/wire.ts";
@@ -273,7 +273,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
             : { "retry-after": String(decision.retryAfterSeconds) };
         send({
           status: decision.status,
-          body: JSON.stringify({ detail: STATUS_CODES[decision.status] ?? "Error" }),
+          body: JSON.stringify({ detail: faults.errorDetail(decision.status) }),
           headers,
         });
         return;

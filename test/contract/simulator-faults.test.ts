@@ -31,6 +31,17 @@ describe("scripted faults", () => {
     expect(sim.counters()[LIST]).toEqual({ "503": 2, "200": 1 });
   });
 
+  it("`gatewayAnswers`: each fault answer names a request id of its own, as a gateway's does", async () => {
+    sim.faults.set({ gatewayAnswers: true, script: [{ route: LIST, count: 2, status: 503 }] });
+    expect((await call(sim, "GET", "/v2/deployments")).body).toEqual({
+      detail: "Service Unavailable (request id 1)",
+    });
+    expect((await call(sim, "GET", "/v2/deployments")).body).toEqual({
+      detail: "Service Unavailable (request id 2)",
+    });
+    expect(await statusOf()).toBe(200);
+  });
+
   it("entries are consumed in order, and a template without a method selects every method", async () => {
     sim.faults.set({
       script: [

@@ -13,6 +13,7 @@ import {
   type Scenario,
   startsListing,
   useScenarios,
+  waitForPasses,
   waitForRequests,
   waitIdle,
   witness,
@@ -175,6 +176,23 @@ describe("controller: service failures", () => {
     s.sim.faults.clear();
     await s.user.waitReady(s.namespace, "unavailable", 30_000);
     expect(s.sim.counters()["POST /v2/deployments"]).toEqual({ "201": 1 });
+  });
+
+  it("5xx whose answer differs at every listing (a gateway's request id): the status written once, not at every listing", async () => {
+    const s = await scenarios.start("ctl-5xx-ids");
+    s.sim.faults.set({
+      gatewayAnswers: true,
+      errors: [{ status: 503, rate: 1, route: "GET /v2/deployments" }],
+    });
+    await s.user.create(s.namespace, "gateway", spec);
+    const failing = await syncedFalse(s, "gateway", "ServiceUnavailable");
+    // Each pass begins once the last one's reconciles ended: two passes whose listing failed, and
+    // the resource enqueued by each, reconciled.
+    await waitForPasses(s.sim, 2, Date.now(), { timeoutMs: 30_000 });
+    await waitIdle(s.op);
+    const now = await s.user.get(s.namespace, "gateway");
+    expect(now?.metadata.resourceVersion).toBe(failing.metadata.resourceVersion);
+    expect(conditionOf(now, "Synced")?.message).toMatch(/^GET \/v2\/deployments answered 503: /);
   });
 
   it("timeouts: reported with the limit, said once and retried with the listing, healed after", async () => {
