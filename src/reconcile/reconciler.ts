@@ -26,7 +26,7 @@ import { readEvidence } from "./evidence.ts";
 import { execute } from "./execute.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
 import { EVENT_NOTE_BYTES } from "./failure-evidence.ts";
-import { failureOf } from "./failures.ts";
+import { type Failure, failureOf } from "./failures.ts";
 import { isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
 import { nameConflictMessage } from "./notes.ts";
 import { Observer } from "./observe.ts";
@@ -160,8 +160,15 @@ export class DeploymentReconciler {
   async #reconcile(read: Run, signal: AbortSignal): Promise<ReconcileResult | Failed> {
     const connection = this.#sessions.lookup(read.obj);
     if (read.obj.metadata.deletionTimestamp) {
-      const step = await cleanup(this.#deps, read, connection, signal);
-      return "result" in step ? step.result : this.#conclude(read, step.decided, signal);
+      try {
+        const step = await cleanup(this.#deps, read, connection, signal);
+        return "result" in step ? step.result : await this.#conclude(read, step.decided, signal);
+      } catch (error) {
+        // Failed on its connection's session: a failure of that connection's listing is known as
+        // such (said once, retried with the listing), as for a resource not being deleted.
+        const on = connection.kind === "ready" ? { ...read, session: connection.session } : read;
+        return { kind: "failed", error, on };
+      }
     }
     // Refused before anything else, paused or not: the trust boundary is reported as such.
     if (connection.kind === "refused") return this.#refused(read, connection.message, signal);
@@ -328,7 +335,7 @@ export class DeploymentReconciler {
     const ofListing = listing?.kind === "failed" && listing.error === error;
     const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
     // Said already, word for word: the status shows nothing a read of the values would scrub.
-    const said = ofListing && synced?.message === failureOf(error, []).outcome.message;
+    const said = ofListing && synced?.message === failureMessage(run, failureOf(error, []));
     // What the report must not show includes the values this reconcile did not read.
     if (run.seen.unread && !said)
       await readSecretsOf(this.#deps, run, AbortSignal.timeout(STATUS_AFTER_TIMEOUT_MS)).catch(
@@ -336,12 +343,8 @@ export class DeploymentReconciler {
       );
     const failure = failureOf(error, run.seen.secrets.values);
     const again = synced?.reason === failure.outcome.reason;
-    let note = failure.outcome.message;
-    // A failure of a cleanup holds the deletion: its message and note say how to stop waiting.
-    if (run.obj.metadata.deletionTimestamp && deletesOnService(run.obj)) {
-      note = heldDeletion(run.obj, note, EVENT_NOTE_BYTES);
-      failure.outcome.message = heldDeletion(run.obj, failure.outcome.message);
-    }
+    const note = failureMessage(run, failure, EVENT_NOTE_BYTES);
+    failure.outcome.message = failureMessage(run, failure);
     if (!(ofListing && again)) this.#record(run, { type: "Warning", reason: failure.outcome.reason, note });
     const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
     const writeWindow = new AbortController();
@@ -369,6 +372,17 @@ export class DeploymentReconciler {
     if (ofListing) throw new TerminalError(failure.outcome.message, true);
     return Action.done();
   }
+}
+
+/**
+ * The message of `failure` on `run`'s resource (an Event's note within `maxBytes`): a failure of
+ * a cleanup holds the deletion, and says how to stop waiting.
+ */
+function failureMessage(run: Run, failure: Failure, maxBytes?: number): string {
+  const { message } = failure.outcome;
+  return run.obj.metadata.deletionTimestamp && deletesOnService(run.obj)
+    ? heldDeletion(run.obj, message, maxBytes)
+    : message;
 }
 
 /** Whether the resource's status carries a condition of `type`. */

@@ -2251,3 +2251,47 @@ describe("a 5xx whose answer differs at every attempt (a gateway's request id or
     expect(conditions(w.resources.stored(REF))).toMatchObject(retryingFor("ServiceUnavailable"));
   });
 });
+
+describe("a resource deleted while its connection's listing fails", () => {
+  /** A resource under Delete with a value from a Secret, deleted; its connection's listing then fails. */
+  async function deletedInOutage(w: World) {
+    await settledWithSecret(w);
+    w.resources.edit(REF, (o) => {
+      o.spec.deletionPolicy = "Delete";
+    });
+    await w.reconcile();
+    w.resources.delete(REF);
+    w.service.failNext("listAll", { status: 503, detail: "gateway down" });
+    await w.snapshot.refresh(new AbortController().signal).catch(() => {});
+    w.service.resetCalls();
+    w.events.all.length = 0;
+  }
+
+  it("waits for the connection's next listing like the others: said once, not retried on its own backoff", async () => {
+    const w = world();
+    await deletedInOutage(w);
+    await w.reconcile().then(() => expect.unreachable("the reconcile ended"), notRetried);
+    expect(w.service.total).toBe(0);
+    expect(w.events.reasons()).toEqual(["Warning/ServiceUnavailable"]);
+    const synced = messageOf(w.resources.stored(REF), "Synced") ?? "";
+    expect(synced).toContain("GET /v2/deployments answered 503");
+    expect(synced).toContain("set spec.deletionPolicy to Orphan");
+  });
+
+  it("the next pass while the listing still fails: no Event, no Secret read, no status write, no call", async () => {
+    const w = world();
+    await deletedInOutage(w);
+    await w.reconcile().catch(() => {});
+    w.events.all.length = 0;
+    w.secrets.reads.length = 0;
+    w.resources.writes.patchStatus = 0;
+    w.service.failNext("listAll", { status: 503, detail: "gateway down" });
+    await w.snapshot.refresh(new AbortController().signal).catch(() => {});
+    w.service.resetCalls();
+    await w.reconcile().then(() => expect.unreachable("the reconcile ended"), notRetried);
+    expect(w.events.all).toEqual([]);
+    expect(w.secrets.reads).toEqual([]);
+    expect(w.resources.writes.patchStatus).toBe(0);
+    expect(w.service.total).toBe(0);
+  });
+});
