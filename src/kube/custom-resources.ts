@@ -12,7 +12,9 @@ import {
   type KubeObject,
   keptMetadata,
   type ObjectRef,
+  objectKey,
   type ResourceType,
+  refOf,
 } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
@@ -69,6 +71,8 @@ export class CustomResources<
   readonly #client: KubeClient;
   readonly #type: CustomResourceKind;
   readonly #decodeRaw: (raw: unknown) => T | undefined;
+  /** Bare 422s in a row by object (`namespace/name`), until a write of it is answered. */
+  readonly #refusals = new Map<string, number>();
 
   /** `decode` may do more than {@link decodeCustomResource} (which it should call first). */
   constructor(
@@ -160,7 +164,7 @@ export class CustomResources<
       const residue = live && statusResidue(live.status, status);
       if (!live || !residue?.length) throw err;
       const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion).catch(
-        raceAsConflict,
+        this.#raceAsConflict(live),
       );
       written = await this.#applyStatus(
         ref,
@@ -219,7 +223,7 @@ export class CustomResources<
       current.length === 0
         ? { op: "add", path: "/metadata/finalizers", value: [finalizer] }
         : { op: "add", path: "/metadata/finalizers/-", value: finalizer };
-    return this.#jsonPatch(obj, [add], signal).catch(raceAsConflict);
+    return this.#jsonPatch(obj, [add], signal).catch(this.#raceAsConflict(obj));
   }
 
   /**
@@ -231,7 +235,7 @@ export class CustomResources<
     const index = (obj.metadata.finalizers ?? []).indexOf(finalizer);
     if (index < 0) return obj;
     return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal).catch(
-      raceAsConflict,
+      this.#raceAsConflict(obj),
     );
   }
 
@@ -260,8 +264,36 @@ export class CustomResources<
   /** Decodes a write's answer and caches it, so this instance's next read sees its own write. */
   #written(raw: unknown): T {
     const obj = this.#decode(raw);
+    this.#refusals.delete(objectKey(refOf(obj)));
     this.cache.observeWrite(obj);
     return obj;
+  }
+
+  /**
+   * Rethrows a JSON Patch's {@link removalRaced} 422 on `obj` as the race it is, a
+   * {@link ConflictError} (re-read and retried quietly), unless `obj`'s writes met it
+   * {@link REFUSALS_IN_A_ROW} times in a row: a race does not repeat once the object is read
+   * again, a validating admission webhook denying the write with a bare 422 does, and retried
+   * quietly it would never be said. From then on it is the refusal it is, naming what the API
+   * server answered (reported, and retried with the failure's backoff).
+   */
+  #raceAsConflict(obj: T): (err: unknown) => never {
+    return (err) => {
+      if (!removalRaced(err)) throw err;
+      const key = objectKey(refOf(obj));
+      const refused = (this.#refusals.get(key) ?? 0) + 1;
+      this.#refusals.delete(key);
+      if (this.#refusals.size >= MAX_REFUSALS_KEPT)
+        this.#refusals.delete(this.#refusals.keys().next().value ?? "");
+      this.#refusals.set(key, refused);
+      if (refused < REFUSALS_IN_A_ROW) throw new ConflictError(409, "Conflict", err.message, { cause: err });
+      throw new KubeApiError(
+        422,
+        err.reason,
+        `${err.message} (answered ${refused} times in a row, after a fresh read each time: not a race with another writer; a validating admission webhook, or another admission check, denies the write without naming a cause: its configuration or log says why)`,
+        { cause: err, detailed: true },
+      );
+    };
   }
 
   #decode(raw: unknown): T {
@@ -286,10 +318,14 @@ export class CustomResources<
 const removalRaced = (err: unknown): err is KubeApiError =>
   err instanceof KubeApiError && err.status === 422 && !err.detailed;
 
-/** Rethrows a JSON Patch's {@link removalRaced} 422 as the race it is: a {@link ConflictError}. */
-function raceAsConflict(err: unknown): never {
-  throw removalRaced(err) ? new ConflictError(409, "Conflict", err.message, { cause: err }) : err;
-}
+/**
+ * Bare 422s in a row on one object's writes after which they are a refusal, not a race: with the
+ * retry's backoff (1 s doubling, full jitter), said within some 15 s of the first.
+ */
+export const REFUSALS_IN_A_ROW = 5;
+
+/** Objects whose run of bare 422s is kept at most: one dropped only delays its report. */
+const MAX_REFUSALS_KEPT = 10_000;
 
 /** A JSON Pointer token: `~` and `/` escaped. */
 const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");

@@ -1,10 +1,13 @@
 // The Kubernetes adapters (src/kube/) against the run's real kube-apiserver: the caches the
 // controller is triggered by, the writes it makes, Secrets, Events and the leader Lease.
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readConnection } from "../../src/connection/read.ts";
 import { API_VERSION, KIND } from "../../src/crd/schema.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
+import { REFUSALS_IN_A_ROW } from "../../src/kube/custom-resources.ts";
 import { type DeploymentObject, KubeDeployments } from "../../src/kube/deployments.ts";
 import { ConflictError, NotFoundError } from "../../src/kube/errors.ts";
 import { KubeEventRecorder, NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
@@ -12,6 +15,7 @@ import { KubeLease } from "../../src/kube/lease.ts";
 import { KubeSecrets, METADATA_LIST_ACCEPT } from "../../src/kube/secrets.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { LeaseConflictError } from "../../src/runtime/leader.ts";
+import { createTestCa } from "../support/certificates.ts";
 import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
 import { capturingLogger } from "../support/logs.ts";
 
@@ -189,8 +193,8 @@ describe("kube adapters", () => {
   describe("Deployment resource writes", () => {
     let ns: string;
     let deployments: KubeDeployments;
-    const live = async (name: string): Promise<DeploymentObject> => {
-      const obj = await deployments.getLive({ namespace: ns, name }, signal());
+    const live = async (name: string, namespace = ns): Promise<DeploymentObject> => {
+      const obj = await deployments.getLive({ namespace, name }, signal());
       if (!obj) throw new Error(`${name} is gone`);
       return obj;
     };
@@ -416,6 +420,93 @@ spec:
         expect(await onServer("refused")).toEqual(["other.example/first"]);
       } finally {
         await kubectlOk(["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy]);
+      }
+    });
+
+    it("says a validating webhook's bare 422, which reads as a race, once it repeats: the fifth write in a row is the refusal it is", async () => {
+      const ca = await createTestCa("Webhook CA");
+      const leaf = await ca.leaf({ hosts: ["127.0.0.1"] });
+      let reviews = 0;
+      const webhook = createHttpsServer(leaf, (req, res) => {
+        const chunks: Buffer[] = [];
+        req.on("data", (c: Buffer) => chunks.push(c));
+        req.on("end", () => {
+          reviews += 1;
+          const review = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { request: { uid: string } };
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({
+              apiVersion: "admission.k8s.io/v1",
+              kind: "AdmissionReview",
+              // No details: the API server relays the code and the message as they are.
+              response: {
+                uid: review.request.uid,
+                allowed: false,
+                status: { code: 422, message: "finalizers are the platform's" },
+              },
+            }),
+          );
+        });
+      });
+      await new Promise<void>((resolve) => webhook.listen(0, "127.0.0.1", resolve));
+      const { port } = webhook.address() as AddressInfo;
+      // A namespace of its own: the admission policy of the case before may still be in force in ns.
+      const own = await freshNamespace("kube-webhook");
+      const name = `${own}-finalizers`;
+      await apply(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: ${name}}
+webhooks:
+- name: finalizers.platform.example
+  clientConfig: {url: "https://127.0.0.1:${port}/", caBundle: ${Buffer.from(ca.cert).toString("base64")}}
+  rules: [{apiGroups: [dms.dev], apiVersions: ["*"], operations: [UPDATE], resources: [deployments]}]
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ${own}}}
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 5
+`);
+      try {
+        await apply(deploymentYaml(own, "denied"));
+        // The webhook is in force once it reviewed a server-side dry run of a change.
+        await waitFor(
+          async () =>
+            (
+              await kubectl([
+                "annotate",
+                "deployments.dms.dev",
+                "denied",
+                "-n",
+                own,
+                "probe=1",
+                "--dry-run=server",
+              ])
+            ).code !== 0 && reviews > 0,
+          { description: "the webhook in force" },
+        );
+        const attempts: unknown[] = [];
+        for (let i = 0; i < REFUSALS_IN_A_ROW; i++)
+          attempts.push(
+            await deployments
+              .addFinalizer(await live("denied", own), "dms.dev/finalizer", signal())
+              .catch((e: unknown) => e),
+          );
+        // Read as races at first (a patch that no longer applies answers a bare 422 too)...
+        for (const error of attempts.slice(0, -1)) expect(error).toBeInstanceOf(ConflictError);
+        // ...then what denies the write is said.
+        const said = attempts.at(-1);
+        expect(said).not.toBeInstanceOf(ConflictError);
+        expect(said).toMatchObject({
+          status: 422,
+          message: expect.stringContaining(
+            'admission webhook "finalizers.platform.example" denied the request: finalizers are the platform\'s',
+          ),
+        });
+        expect((said as Error).message).toContain(`${REFUSALS_IN_A_ROW} times in a row`);
+        expect(await live("denied", own)).not.toHaveProperty("metadata.finalizers");
+      } finally {
+        await kubectlOk(["delete", "validatingwebhookconfiguration", name]);
+        webhook.close();
       }
     });
   });
