@@ -9,8 +9,8 @@
  *   the next resync or spec change looks again.
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
  * - 429: retried no sooner than the service's Retry-After.
- * - 5xx, timeouts, lost connections: retried with backoff and jitter. A 5xx is said by its call
- *   and status only (its answer, which may differ at every attempt, goes to the log).
+ * - 5xx, timeouts, lost connections: retried with backoff and jitter. A 5xx's condition names its call
+ *   and status; its answer, which may differ at every attempt, is the Warning event's (and the log's).
  * - An answer larger than the operator accepts (`too_large`): `ResponseTooLarge`, retried with
  *   backoff (the server may mend, and a larger `--max-response-bytes` needs a restart anyway).
  * - 409 on create because a tracing project of that name remains (`NameReserved`, see
@@ -44,6 +44,13 @@ export interface Failure {
   rethrow?: Error;
   /** A create was refused before it could take effect: the recorded intent no longer holds. */
   createRefused?: boolean;
+  /**
+   * The Warning event's text when it says more than the condition: the service's answer, which
+   * may differ at every attempt (a gateway's request id or time), quoted where a tenant who
+   * cannot read the operator's log still sees it, and kept out of the condition so that a retry
+   * failing the same way writes no status.
+   */
+  note?: string;
 }
 
 /** A failure's outcome; its message redacted already (`clean`), unless it is the operator's own words. */
@@ -133,13 +140,17 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
         rethrow: new Error(message),
       };
     case "unavailable": {
-      // A 5xx's answer often differs at every attempt (a gateway's request id or time): the
-      // condition names the call and its status, the same while the outage lasts, so a retry (or
-      // the connection's next listing) failing the same way writes nothing. The log has the answer.
+      // The condition names the call and its status, the same while the outage lasts, so a retry
+      // (or the connection's next listing) failing the same way writes nothing; the Warning
+      // event quotes the answer.
       const unavailable = clean(
-        `${error.method} ${error.route}${answered}: the service, or a gateway in front of it, failed (its answer is in the operator's log); retried until it answers`,
+        `${error.method} ${error.route}${answered}: the service, or a gateway in front of it, failed (the Warning event quotes its answer); retried until it answers`,
       );
-      return { outcome: failed(REASON.ServiceUnavailable, unavailable), rethrow: new Error(message) };
+      return {
+        outcome: failed(REASON.ServiceUnavailable, unavailable),
+        rethrow: new Error(message),
+        note: message,
+      };
     }
     default:
       return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };

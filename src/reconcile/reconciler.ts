@@ -343,7 +343,7 @@ export class DeploymentReconciler {
       );
     const failure = failureOf(error, run.seen.secrets.values);
     const again = synced?.reason === failure.outcome.reason;
-    const note = failureMessage(run, failure, EVENT_NOTE_BYTES);
+    const note = failureMessage(run, failure, EVENT_NOTE_BYTES, failure.note);
     failure.outcome.message = failureMessage(run, failure);
     if (!(ofListing && again)) this.#record(run, { type: "Warning", reason: failure.outcome.reason, note });
     const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
@@ -375,11 +375,16 @@ export class DeploymentReconciler {
 }
 
 /**
- * The message of `failure` on `run`'s resource (an Event's note within `maxBytes`): a failure of
- * a cleanup holds the deletion, and says how to stop waiting.
+ * The message of `failure` on `run`'s resource (an Event's note within `maxBytes`, from the
+ * failure's `note` where it has one): a failure of a cleanup holds the deletion, and says how to
+ * stop waiting.
  */
-function failureMessage(run: Run, failure: Failure, maxBytes?: number): string {
-  const { message } = failure.outcome;
+function failureMessage(
+  run: Run,
+  failure: Failure,
+  maxBytes?: number,
+  message = failure.outcome.message,
+): string {
   return run.obj.metadata.deletionTimestamp && deletesOnService(run.obj)
     ? heldDeletion(run.obj, message, maxBytes)
     : message;

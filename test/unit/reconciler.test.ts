@@ -747,8 +747,9 @@ const cases: Case[] = [
     also: (w) => {
       const synced = messageOf(w.resources.stored(REF), "Synced");
       expect(synced).toContain("GET /v2/deployments answered 503");
-      // The answer, which may differ at every listing, is the log's (scrubbed there too).
+      // The answer, which may differ at every listing, is the Warning event's (scrubbed there too).
       expect(synced).not.toContain("gateway down");
+      expect(w.events.all.at(-1)?.note).toContain("answered 503: gateway down (***)");
       expect(JSON.stringify(w.resources.stored(REF)) + JSON.stringify(w.events.all)).not.toContain(
         "sk-listed-0123456789",
       );
@@ -2235,6 +2236,10 @@ describe("a 5xx whose answer differs at every attempt (a gateway's request id or
     expect(w.service.calls.patch).toBe(4);
     expect(w.resources.writes.patchStatus).toBe(writes);
     expect(messageOf(w.resources.stored(REF), "Synced")).toBe(said);
+    // Each attempt's Warning quotes its answer: a tenant who cannot read the operator's log sees it.
+    expect(w.events.all.filter((e) => e.reason === "ServiceUnavailable").map((e) => e.note)).toEqual(
+      [1, 2, 3, 4].map((attempt) => expect.stringContaining(`request id 9f${attempt}c41`)),
+    );
   });
 
   it("a connection's listing failing so at every pass: its resources write nothing after the first", async () => {
