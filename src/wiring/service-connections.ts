@@ -40,6 +40,8 @@ export function serviceConnector(
   identity: ClientIdentity = {},
 ): (service: ServiceConfig, connection: string) => ConnectionService {
   return (service, connection) => {
+    // Its odd values spend its tenant's share of the series; they go with its client.
+    const unknownValues = metrics.unknownValues(connection, shareOwnerOf(connection));
     // One retry layer: the controller's per-key backoff, which honours Retry-After through
     // failureOf. Client retries on top held a worker through up to 4 waits of up to 60 s each
     // (past the reconcile timeout on a 429) before the controller even saw the failure.
@@ -55,13 +57,16 @@ export function serviceConnector(
       pageRetries: service.retries,
       logger: connection === DEFAULT_CONNECTION ? logger : logger.child({ connection }),
       onResponse: metrics.recordServiceCall,
-      onUnknownValue: metrics.recordUnknownValue,
+      onUnknownValue: unknownValues.record,
       onUnreadable: metrics.recordUnreadable,
     });
     return {
       port: deploymentsPort(client),
       probe: async (signal) => (await client.listProviders({ signal })).length,
-      close: (why) => client.close(why),
+      close: (why) => {
+        client.close(why);
+        unknownValues.forget();
+      },
     };
   };
 }

@@ -68,13 +68,14 @@ afterAll(async () => {
 describe("reading tolerantly", () => {
   it("keeps a status the spec does not list, reports it, and counts it in the metrics", async () => {
     const metrics = new RuntimeMetrics({ processMetrics: false });
+    const counted = metrics.unknownValues("default");
     const unknown: UnknownValue[] = [];
     const logs = new LogCapture();
     const client = clientFor(sim, {
       logger: logs.logger,
       onUnknownValue: (v) => {
         unknown.push(v);
-        metrics.recordUnknownValue(v);
+        counted.record(v);
       },
     });
     const all = await client.listAllDeployments({}, { onUnreadable: () => {} });
@@ -82,7 +83,7 @@ describe("reading tolerantly", () => {
     expect(unknown).toEqual([{ field: "deployment.status", value: "AWAITING_FINAL_DELETE" }]);
     await client.listAllDeployments({}, { onUnreadable: () => {} });
     expect(await metrics.registry.getSingleMetricAsString("dms_service_unknown_values_total")).toContain(
-      'dms_service_unknown_values_total{field="deployment.status",value="AWAITING_FINAL_DELETE"} 2',
+      'dms_service_unknown_values_total{connection="default",field="deployment.status",value="AWAITING_FINAL_DELETE"} 2',
     );
     // Logged once per client, counted every time.
     expect(logs.find("AWAITING_FINAL_DELETE")).toHaveLength(1);

@@ -53,7 +53,11 @@ describe("the text of /metrics", () => {
     // Cut at 64 UTF-16 units: the lone half of the emoji's pair is sent as U+FFFD.
     const cut = `${TENANT_VALUE.slice(0, 63)}\ufffd`;
     expect(families.get(UNKNOWN)?.samples).toEqual([
-      { name: UNKNOWN, labels: { field: "deployment.status", value: cut }, value: 1 },
+      {
+        name: UNKNOWN,
+        labels: { connection: "ServiceConnection/team-a/prod", field: "deployment.status", value: cut },
+        value: 1,
+      },
     ]);
     // Every family the dashboard and the alerts read has series here.
     for (const name of [
