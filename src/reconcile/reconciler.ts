@@ -18,7 +18,7 @@ import { Action, type ReconcileResult, ReconcileTimeoutError, TerminalError } fr
 import { changedStatusFields } from "../runtime/json.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { parseObjectKey } from "../runtime/queue-lines.ts";
-import { holderOf } from "./claims.ts";
+import { connectionKeyOf, holderOf } from "./claims.ts";
 import { cleanup, deletesOnService, heldDeletion } from "./cleanup.ts";
 import { conclude, evidenceAt, settle } from "./conclude.ts";
 import { cleansUpOnDelete, decide } from "./decide.ts";
@@ -72,7 +72,9 @@ export interface ReconcilerOptions {
   /**
    * Counts a change made outside a resource, once its status recorded it: a revision the
    * operator did not create, or fields that differed from a spec already applied
-   * (`dms_external_changes_total`); `connection` as `status.connection` names it.
+   * (`dms_external_changes_total`); `connection` is its key, namespace included (`default`,
+   * `ServiceConnection/<namespace>/<name>`, `ClusterServiceConnection/<name>`), as the other
+   * metrics name a connection: two namespaces' connections of one name count apart.
    */
   externalChange?: (connection: string, kind: ExternalChangeKind) => void;
 }
@@ -302,8 +304,7 @@ export class DeploymentReconciler {
           "status written",
         );
     }
-    for (const kind of decided.externalChanges ?? [])
-      this.#externalChange(concluded.status.connection ?? "default", kind);
+    for (const kind of decided.externalChanges ?? []) this.#externalChange(connectionKeyOf(run.obj), kind);
     return concluded.next;
   }
 

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
 import type { ConnectionRegistry, ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, connectionLabel, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";
@@ -68,14 +68,15 @@ const PRUNE_AT = 64;
 
 /**
  * Registers `dms_external_changes_total{connection, kind}` on `metrics`' registry, and returns
- * what the reconciler counts with (`externalChange`): `kind` is `revision` (a revision the
- * operator did not create) or `fields` (fields that differed from a spec already applied,
- * corrected or reported). Both kinds start at 0 for the default connection. A connection's series
- * go once no connection of its label is served: watched and within `--max-connections-per-namespace`
- * (`overLimit`). Its name is a tenant's, and the label has no namespace: one made and deleted under
- * new names again and again, each name kept alive by an unserved connection of another namespace,
- * would add series without end. They are looked at when scraped, and when a new label comes past
- * twice as many as the last look kept (at least {@link PRUNE_AT}): bounded without scrapes too.
+ * what the reconciler counts with (`externalChange`): `connection` is the connection's key, as
+ * `dms_connection_ready` names it (`ServiceConnection/<namespace>/<name>`: two namespaces'
+ * connections of one name count apart), and `kind` is `revision` (a revision the operator did not
+ * create) or `fields` (fields that differed from a spec already applied, corrected or reported).
+ * Both kinds start at 0 for the default connection. A connection's series go once it is no longer
+ * served: watched and within `--max-connections-per-namespace` (`overLimit`). Its name is a
+ * tenant's: one made and deleted under new names again and again would add series without end.
+ * They are looked at when scraped, and when a new label comes past twice as many as the last look
+ * kept (at least {@link PRUNE_AT}): bounded without scrapes too.
  */
 export function externalChangeCounter(
   metrics: RuntimeMetrics,
@@ -91,7 +92,7 @@ export function externalChangeCounter(
     for (const r of kubeConnections.all)
       for (const c of r.list()) {
         const id = idOf(c);
-        if (!connections.overLimit(id)) served.add(connectionLabel(id));
+        if (!connections.overLimit(id)) served.add(connectionKey(id));
       }
     for (const connection of counted) {
       if (served.has(connection)) continue;
@@ -102,7 +103,7 @@ export function externalChangeCounter(
   };
   const counter: Counter = new Counter({
     name: EXTERNAL_CHANGES_METRIC,
-    help: "Changes made to the service's deployments outside their resources (the service's UI, langgraph deploy, another tool), by connection and kind: revision (a revision the operator did not create) or fields (fields that differed from a spec already applied)",
+    help: "Changes made to the service's deployments outside their resources (the service's UI, langgraph deploy, another tool), by connection (its key, namespace included) and kind: revision (a revision the operator did not create) or fields (fields that differed from a spec already applied)",
     labelNames: ["connection", "kind"],
     registers: [metrics.registry],
     collect: prune,

@@ -56,7 +56,7 @@ export function populatedMetrics(): RuntimeMetrics {
     kubeConnections,
     served,
   );
-  externalChangeCounter(metrics, kubeConnections, served)("ServiceConnection/prod", "revision");
+  externalChangeCounter(metrics, kubeConnections, served)("ServiceConnection/team-a/prod", "revision");
   shardMetrics(
     metrics.registry,
     "replica-0",

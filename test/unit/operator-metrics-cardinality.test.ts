@@ -67,9 +67,10 @@ describe("dms_external_changes_total", () => {
       return { ...c, metadata: { ...c.metadata, namespace, uid: `${namespace}/${c.metadata.name}` } };
     });
 
-  it("keeps no series for a connection name only unserved connections hold: a tenant's 5,000 names do not make 5,000", async () => {
-    // team-b holds 5,000 ServiceConnections (all but the oldest 20 unserved); team-a makes one
-    // connection of each of those names in turn, served, and has a change counted under it.
+  it("keeps no series for a connection deleted or unserved: a tenant's 5,000 names made and deleted do not make 5,000", async () => {
+    // team-b holds 5,000 ServiceConnections (all but the oldest 20 unserved), its first 1,000 with
+    // a change counted; team-a makes one connection under a new name in turn, deleting the one before, a
+    // change counted under each.
     const teamB = many("team-b", 5_000);
     const order = new NamespaceOrder();
     for (const c of teamB) order.upsert(c);
@@ -85,20 +86,21 @@ describe("dms_external_changes_total", () => {
       for (const c of teamA) order.remove(c);
       teamA = many("team-a", 1, i);
       for (const c of teamA) order.upsert(c);
-      count(`ServiceConnection/${teamA[0]?.metadata.name}`, "revision");
+      count(`ServiceConnection/team-a/${teamA[0]?.metadata.name}`, "revision");
+      if (i < 1_000) count(`ServiceConnection/team-b/${teamB[i]?.metadata.name}`, "fields");
     }
     // Between scrapes (or with none at all: --metrics-bind-address=0) the series held stay bounded
     // (prom-client's own table of them).
     expect(Object.keys(counter.hashMap).length).toBeLessThan(200);
     const text = await metrics.registry.getSingleMetricAsString(EXTERNAL_CHANGES_METRIC);
     const series = text.split("\n").filter((l) => l.includes('connection="ServiceConnection/'));
-    // The names of served connections only: team-b's oldest 20 (c-0000…c-0019), team-a's c-4999.
+    // Served connections only: team-b's oldest 20 (c-0000…c-0019), team-a's c-4999.
     expect(series).toHaveLength(21);
     expect(series).toContain(
-      `${EXTERNAL_CHANGES_METRIC}{connection="ServiceConnection/c-0019",kind="revision"} 1`,
+      `${EXTERNAL_CHANGES_METRIC}{connection="ServiceConnection/team-b/c-0019",kind="fields"} 1`,
     );
     expect(series).toContain(
-      `${EXTERNAL_CHANGES_METRIC}{connection="ServiceConnection/c-4999",kind="revision"} 1`,
+      `${EXTERNAL_CHANGES_METRIC}{connection="ServiceConnection/team-a/c-4999",kind="revision"} 1`,
     );
     expect(text).toContain(`${EXTERNAL_CHANGES_METRIC}{connection="default",kind="revision"} 0`);
   });
@@ -108,7 +110,7 @@ describe("dms_external_changes_total", () => {
     const nothing = { all: [{ list: () => [] }] } as unknown as KubeConnections;
     const count = externalChangeCounter(metrics, nothing, { overLimit: () => undefined });
     // The 65th name makes the counter look, when every name it holds is gone, this one too.
-    for (let i = 0; i < 65; i++) count(`ServiceConnection/gone-${i}`, "fields");
+    for (let i = 0; i < 65; i++) count(`ServiceConnection/team-a/gone-${i}`, "fields");
     const text = await metrics.registry.getSingleMetricAsString(EXTERNAL_CHANGES_METRIC);
     expect(text.split("\n").filter((l) => l.includes('connection="ServiceConnection/'))).toEqual([]);
   });

@@ -696,6 +696,15 @@ describe("DeploymentReconciler: changes made outside Git", () => {
     expect(w.stored()?.status?.activeRevision?.imageUri).toBe(GOOD);
   });
 
+  it("a change outside a resource of a ServiceConnection: counted under the connection's key, its namespace included", async () => {
+    // Two namespaces may each have a connection named prod: the count says whose.
+    const { w } = await hotfixed({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
+    expect(w.counted).toEqual([
+      `ServiceConnection/${REF.namespace}/prod/revision`,
+      `ServiceConnection/${REF.namespace}/prod/fields`,
+    ]);
+  });
+
   it("a second revision someone else made after the switch back: put back again, never taken for the one switched back to", async () => {
     const { w } = await hotfixed();
     await w.settle();

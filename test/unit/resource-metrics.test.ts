@@ -178,25 +178,34 @@ describe("resource state gauges", () => {
 });
 
 describe("dms_external_changes_total", () => {
-  it("drops a connection's series once no connection of its name is watched; keeps the default's", async () => {
+  it("counts two namespaces' connections of one name apart, and drops one's series once it is deleted; keeps the default's", async () => {
     // A connection's name is a tenant's: made and deleted under new names, it must not add series for ever.
     const metrics = new RuntimeMetrics({ processMetrics: false });
     let watched = [
-      { metadata: { name: "a", namespace: "team-a" } },
-      { metadata: { name: "b", namespace: "team-b" } },
+      { metadata: { name: "prod", namespace: "team-a" } },
+      { metadata: { name: "prod", namespace: "team-b" } },
     ];
     const count = externalChangeCounter(metrics, { all: [{ list: () => watched }] } as never, {
       overLimit: () => undefined,
     });
-    count("ServiceConnection/a", "revision");
-    count("ServiceConnection/b", "fields");
+    count("ServiceConnection/team-a/prod", "revision");
+    count("ServiceConnection/team-b/prod", "revision");
+    count("ServiceConnection/team-b/prod", "fields");
     const scraped = async () =>
       (await metrics.registry.getSingleMetricAsString(EXTERNAL_CHANGES_METRIC)).split("\n");
-    expect((await scraped()).filter((l) => l.includes('connection="ServiceConnection/'))).toHaveLength(2);
-    watched = [{ metadata: { name: "a", namespace: "team-a" } }];
+    const before = await scraped();
+    expect(before).toContain(
+      'dms_external_changes_total{connection="ServiceConnection/team-a/prod",kind="revision"} 1',
+    );
+    expect(before).toContain(
+      'dms_external_changes_total{connection="ServiceConnection/team-b/prod",kind="revision"} 1',
+    );
+    watched = [{ metadata: { name: "prod", namespace: "team-a" } }];
     const after = await scraped();
-    expect(after.filter((l) => l.includes('connection="ServiceConnection/b"'))).toEqual([]);
-    expect(after).toContain('dms_external_changes_total{connection="ServiceConnection/a",kind="revision"} 1');
+    expect(after.filter((l) => l.includes('connection="ServiceConnection/team-b/'))).toEqual([]);
+    expect(after).toContain(
+      'dms_external_changes_total{connection="ServiceConnection/team-a/prod",kind="revision"} 1',
+    );
     expect(after).toContain('dms_external_changes_total{connection="default",kind="fields"} 0');
   });
 });
