@@ -15,9 +15,10 @@ import {
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { parseConnectionArg, serviceConfigOf } from "../connection/settings.ts";
 import { type ConnectionId, type ConnectionRef, connectionKey } from "../crd/connection-ref.ts";
-import { KubeClient } from "../kube/client.ts";
+import type { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
+import { ClusterClient } from "./cluster-errors.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
 import { serviceClientOf } from "./service-client.ts";
 import { UsageError } from "./usage-error.ts";
@@ -67,7 +68,7 @@ export function kubeconfigCluster(
 
 /** The cluster of a kubeconfig already loaded: nothing is cached or watched. */
 export function commandClusterOf(kube: LoadedKubeConfig, userAgent: string): CommandCluster {
-  const client = new KubeClient(kube.config, { userAgent });
+  const client = new ClusterClient(kube.config, kube, { userAgent });
   return {
     client,
     secrets: new KubeSecrets({ client }),

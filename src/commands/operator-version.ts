@@ -157,7 +157,8 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
     finish();
 
     function unknown(error: unknown): void {
-      if (!(error instanceof KubeApiError)) throw error;
+      // Credentials the API server does not take fail the command, as `kubectl version`'s do.
+      if (!(error instanceof KubeApiError) || error.status === 401) throw error;
       document.operatorVersion = `unknown (${error.message})`;
       say(`Operator Version: ${document.operatorVersion}\n`);
       finish();

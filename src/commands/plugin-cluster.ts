@@ -5,9 +5,10 @@
  * else `default`; `-A` for every namespace where a verb lists). Their flags: plugin-flags.ts.
  */
 import type { Env } from "../config.ts";
-import { KubeClient } from "../kube/client.ts";
+import type { KubeClient } from "../kube/client.ts";
 import { loadKubeConfig } from "../kube/config.ts";
 import { KubeApiError } from "../kube/errors.ts";
+import { ClusterClient } from "./cluster-errors.ts";
 import type { KubectlFlags } from "./plugin-flags.ts";
 import { defaultKubeconfig } from "./resource-cluster.ts";
 import { UsageError } from "./usage-error.ts";
@@ -33,7 +34,11 @@ export function pluginCluster(flags: KubectlFlags, env: Env, userAgent: string):
     ]);
   const loaded = loadKubeConfig(found.request, { env: found.env });
   return {
-    client: new KubeClient(loaded.config, { userAgent, timeoutMs: REQUEST_TIMEOUT_MS }),
+    client: new ClusterClient(loaded.config, loaded, {
+      userAgent,
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      forbidden: true,
+    }),
     namespace: flags.namespace ?? loaded.namespace ?? "default",
     description: loaded.description,
   };
