@@ -129,7 +129,7 @@ function fromFiles(paths: string[], context: string | undefined, origin: string)
   const cluster = clusterName ? merged.clusters.get(clusterName) : undefined;
   const server = cluster ? stringField(cluster, "server") : undefined;
   if (!current || !ctx || !cluster || !server) {
-    throw new Error(`kubeconfig ${all} has no current context with a cluster server; pass --context`);
+    throw new Error(`kubeconfig ${all} ${unusable(merged, current, clusterName, cluster)}`);
   }
   const userName = stringField(ctx, "user");
   const user = userName ? merged.users.get(userName) : undefined;
@@ -144,6 +144,29 @@ function fromFiles(paths: string[], context: string | undefined, origin: string)
     server: tls.server,
     namespace: stringField(ctx, "namespace") || undefined,
   };
+}
+
+/**
+ * What keeps the kubeconfig's context `current` from naming a server, and the fix: kubectl's
+ * `use-context` or `--context` when there is no such context, the context or cluster to complete
+ * otherwise (`--context` would not help a context that was asked for).
+ */
+function unusable(
+  merged: Merged,
+  current: string | undefined,
+  clusterName: string | undefined,
+  cluster: Entry | undefined,
+): string {
+  const contexts = [...merged.contexts.keys()].join(", ") || "none";
+  if (!current)
+    return `sets no current-context: pass --context <name> (contexts: ${contexts}), or pick one with kubectl config use-context`;
+  if (!merged.contexts.has(current))
+    return `has no context ${current}, its current-context (contexts: ${contexts}): pass --context <name>, or pick one with kubectl config use-context`;
+  if (!clusterName)
+    return `has a context ${current} that names no cluster: give it one, or pass another --context`;
+  if (!cluster)
+    return `has no cluster ${clusterName}, which context ${current} names: add it (kubectl config set-cluster), or pass another --context`;
+  return `has a cluster ${clusterName} (of context ${current}) without a server: set its server (kubectl config set-cluster ${clusterName} --server=https://…), or pass another --context`;
 }
 
 function mergeFile(merged: Merged, path: string, origin: string): void {

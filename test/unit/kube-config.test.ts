@@ -114,7 +114,9 @@ describe("loadKubeConfig", () => {
 
   it("refuses a kubeconfig without a current context", () => {
     const none = kubeconfig("none.yaml", [{ name: "x", server: "https://x.example" }], "");
-    expect(() => loadKubeConfig({ kubeconfig: none }, { env: {} })).toThrow(/has no current context/);
+    expect(() => loadKubeConfig({ kubeconfig: none }, { env: {} })).toThrow(
+      /sets no current-context: pass --context <name> \(contexts: x\)/,
+    );
   });
 
   it("uses the pod's service account when there is no kubeconfig", async () => {
@@ -355,14 +357,48 @@ describe("loadKubeConfig reads kubeconfig credentials without client-node", () =
   });
 
   it.each([
-    ["a current context that is not defined", { ...oneContext(), "current-context": "gone" }],
-    ["a context whose cluster is not defined", { ...oneContext(), clusters: [] }],
-    ["a cluster without a server", { ...oneContext(), clusters: [{ name: "c", cluster: {} }] }],
-    ["an empty file", ""],
-  ])("refuses %s with the --context hint, never localhost", (_what, content) => {
+    [
+      "a current context that is not defined",
+      { ...oneContext(), "current-context": "gone" },
+      "has no context gone, its current-context (contexts: ctx): pass --context <name>, or pick one with kubectl config use-context",
+    ],
+    [
+      "a context whose cluster is not defined",
+      { ...oneContext(), clusters: [] },
+      "has no cluster c, which context ctx names: add it (kubectl config set-cluster), or pass another --context",
+    ],
+    [
+      "a context that names no cluster",
+      { ...oneContext(), contexts: [{ name: "ctx", context: {} }] },
+      "has a context ctx that names no cluster: give it one, or pass another --context",
+    ],
+    [
+      "a cluster without a server",
+      { ...oneContext(), clusters: [{ name: "c", cluster: {} }] },
+      "has a cluster c (of context ctx) without a server: set its server (kubectl config set-cluster c --server=https://…), or pass another --context",
+    ],
+    [
+      "no current context",
+      { ...oneContext(), "current-context": undefined },
+      "sets no current-context: pass --context <name> (contexts: ctx), or pick one with kubectl config use-context",
+    ],
+    [
+      "an empty file",
+      "",
+      "sets no current-context: pass --context <name> (contexts: none), or pick one with kubectl config use-context",
+    ],
+  ])("refuses %s naming what is missing and the fix, never localhost", (_what, content, said) => {
     const path = rawKubeconfig(content);
-    expect(() => loadKubeConfig({ kubeconfig: path }, { env: {} })).toThrow(
-      `kubeconfig ${path} has no current context with a cluster server; pass --context`,
+    expect(() => loadKubeConfig({ kubeconfig: path }, { env: {} })).toThrow(`kubeconfig ${path} ${said}`);
+  });
+
+  it("says what the context asked for lacks rather than to pass --context", () => {
+    const path = rawKubeconfig({
+      ...oneContext(),
+      contexts: [...oneContext().contexts, { name: "prod", context: { cluster: "gone" } }],
+    });
+    expect(() => loadKubeConfig({ kubeconfig: path, context: "prod" }, { env: {} })).toThrow(
+      `kubeconfig ${path} has no cluster gone, which context prod names: add it (kubectl config set-cluster), or pass another --context`,
     );
   });
 
