@@ -38,7 +38,7 @@ function failureText(error: ServiceError): string {
 
 /**
  * What to check after a failed call, naming the flag or variable: a 401/403 the API key and
- * tenant; a 404 on a route that takes no id (or the generic "Not Found" of an unknown path) the
+ * tenant; a refused connection the base URL; a 404 on a route that takes no id (or the generic "Not Found" of an unknown path) the
  * path of the base URL. Undefined when there is nothing to add.
  */
 export function serviceErrorHint(error: ServiceError): string | undefined {
@@ -47,6 +47,9 @@ export function serviceErrorHint(error: ServiceError): string | undefined {
     return error.status === 403
       ? `the API key was accepted but may not do this: check the key's permissions and ${setting("tenantId")} (or the Secret of the connection used)`
       : `the service did not accept the API key: check ${setting("apiKeyFile")} or ${setting("apiKey")}, and ${setting("apiKeyHeader")} if the service reads another header (with --connection: the connection's Secret)`;
+  // A refused connection the command did not retry (`--retries 0`): said as the first refusal is.
+  if (error.kind === "network" && (error.cause as { code?: unknown } | undefined)?.code === "ECONNREFUSED")
+    return `nothing listens there; check ${setting("baseUrl")} (its host and port; with --connection: the connection's spec.baseUrl), and that the service (or the simulator) is running`;
   const generic = /^\s*"?not found"?\s*$/i.test(error.detail);
   if (error.status === 404 && (!error.route.includes("{") || generic)) {
     const version = /^\/v\d+\//.exec(error.route)?.[0] ?? "/";

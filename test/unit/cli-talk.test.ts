@@ -68,6 +68,16 @@ describe("a line per retry on a terminal", () => {
     );
   });
 
+  it("a refused connection with --retries 0: the same check named, under the error", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const run = await list({ DMS_BASE_URL: url, DMS_RETRIES: "0" }, true);
+    expect(run.code).toBe(EXIT.failed);
+    expect(run.stderr.split("\n").slice(1)).toEqual([
+      "hint: nothing listens there; check --base-url / DMS_BASE_URL (its host and port; with --connection: the connection's spec.baseUrl), and that the service (or the simulator) is running",
+      "",
+    ]);
+  });
+
   it("names a service's pause", () => {
     const error = new ServiceError({
       kind: "rate_limited",
