@@ -140,6 +140,12 @@ export class ClusterClient extends KubeClient {
     this.#forbidden = options.forbidden ?? false;
   }
 
+  /** `error`, thrown by a call of this client, with a 403 told as {@link explainClusterError} tells it. */
+  explainForbidden(error: unknown, signal?: AbortSignal): unknown {
+    if (this.#forbidden || !(error instanceof KubeApiError) || error.status !== 403) return error;
+    return explainClusterError(error, this.#origin, signal);
+  }
+
   override async request(req: KubeRequest): Promise<unknown> {
     try {
       return await super.request(req);

@@ -15,7 +15,6 @@ import {
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { parseConnectionArg, serviceConfigOf } from "../connection/settings.ts";
 import { type ConnectionId, type ConnectionRef, connectionKey } from "../crd/connection-ref.ts";
-import type { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import { ClusterClient } from "./cluster-errors.ts";
@@ -25,7 +24,7 @@ import { UsageError } from "./usage-error.ts";
 
 /** A cluster a command reads (never writes). */
 export interface CommandCluster extends ConnectionReadPorts {
-  client: KubeClient;
+  client: ClusterClient;
   secrets: KubeSecrets;
   /** The kubeconfig context's namespace, if it names one. */
   namespace: string | undefined;

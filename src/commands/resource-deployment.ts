@@ -81,7 +81,12 @@ export async function resourceDeployment(
   ctx: CliContext,
 ): Promise<FoundDeployment> {
   const signal = ctx.stopSignal;
-  const obj = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
+  // A 403 here is the user's own access to the resource (those of its connection name theirs).
+  const obj = await new KubeDeployments({ client: kube.client })
+    .getLive({ namespace, name }, signal)
+    .catch((error: unknown) => {
+      throw kube.client.explainForbidden(error, signal);
+    });
   if (!obj)
     throw await resourceNotFoundError(
       kube,

@@ -129,6 +129,17 @@ describe("kubectl dms and an API server it cannot use", () => {
     expect(run.stderr).toBe(
       `error: the API server ${testServer()} (kubeconfig ${path}, context dms-test) refused: deployments.dms.dev "web" is forbidden: User "system:serviceaccount:${ns}:viewer" cannot patch resource "deployments" in API group "dms.dev" in the namespace "${ns}": ask a cluster admin for that access (the ClusterRoles dms-operator-edit and dms-operator-view, bound in a namespace, give a team the verbs and status), or pick another with --context or --kubeconfig\n`,
     );
+    // revisions (and logs) read the resource first: a user who may not get it is told so alike.
+    await kubectlOk(["create", "serviceaccount", "stranger", "-n", ns]);
+    const stranger = (await kubectlOk(["create", "token", "stranger", "-n", ns])).trim();
+    const elsewhere = kubeconfigLike("stranger", (c) => {
+      for (const { user } of c.users) user.token = stranger;
+    });
+    const revisions = await dms(["revisions", "web", "-n", ns, "--kubeconfig", elsewhere]);
+    expect(revisions.code).toBe(1);
+    expect(revisions.stderr).toBe(
+      `error: the API server ${testServer()} (kubeconfig ${elsewhere}, context dms-test) refused: deployments.dms.dev "web" is forbidden: User "system:serviceaccount:${ns}:stranger" cannot get resource "deployments" in API group "dms.dev" in the namespace "${ns}": ask a cluster admin for that access (the ClusterRoles dms-operator-edit and dms-operator-view, bound in a namespace, give a team the verbs and status), or pick another with --context or --kubeconfig\n`,
+    );
     // What the user may do still works, and what status may not read is a note, as before.
     const status = await dms(["status", "-n", ns, "--kubeconfig", path]);
     expect(status.code).toBe(0);
