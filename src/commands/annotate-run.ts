@@ -121,17 +121,24 @@ function managedByOthersOnly(obj: unknown, key: string): boolean {
   );
 }
 
+/** A Deployment resource a verb acts on. */
+interface Target {
+  namespace: string;
+  name: string;
+}
+
 /**
- * The names a verb acts on: those given, or with `--all` / `-l` the Deployment resources of the
- * namespace (matching the selector), listed from the API server. A {@link UsageError} unless
- * exactly one of the three is given.
+ * The resources a verb acts on: those named (in the namespace), or with `--all` / `-l` the
+ * Deployment resources of the namespace, or of every namespace with `-A` (matching the selector),
+ * listed from the API server. A {@link UsageError} unless exactly one of the three is given, and
+ * for names with `-A`, as kubectl refuses them.
  */
 export async function targetNames(
   names: readonly string[],
-  flags: Pick<VerbFlags, "all" | "selector">,
+  flags: Pick<VerbFlags, "all" | "selector" | "allNamespaces">,
   cluster: PluginCluster,
   signal: AbortSignal,
-): Promise<string[]> {
+): Promise<Target[]> {
   const ways = [names.length > 0, flags.all === true, flags.selector !== undefined].filter(Boolean).length;
   if (ways !== 1)
     throw new UsageError([
@@ -139,23 +146,31 @@ export async function targetNames(
         ? "give the names of Deployment resources, --all, or -l <selector> (kubectl get dmsd lists them)"
         : "give names, --all or -l <selector>: one of them, not several",
     ]);
-  if (names.length > 0) return [...new Set(names)];
-  const found: string[] = [];
+  if (names.length > 0) {
+    if (flags.allNamespaces)
+      throw new UsageError([
+        "a resource cannot be named across all namespaces: give -n <namespace> with names, or --all or -l <selector> with -A",
+      ]);
+    return [...new Set(names)].map((name) => ({ namespace: cluster.namespace, name }));
+  }
+  const found: Target[] = [];
   let token: string | undefined;
   do {
     const page = await cluster.client
       .request({
         method: "GET",
-        path: collectionPath(DEPLOYMENTS, cluster.namespace),
+        path: collectionPath(DEPLOYMENTS, flags.allNamespaces ? undefined : cluster.namespace),
         query: { limit: PAGE_SIZE, continue: token, labelSelector: flags.selector },
         signal,
       })
       .catch((error: unknown) => {
         throw listingError(error, cluster);
       });
-    for (const item of listItems(page))
-      if (isRecord(item) && isRecord(item.metadata) && typeof item.metadata.name === "string")
-        found.push(item.metadata.name);
+    for (const item of listItems(page)) {
+      const meta = isRecord(item) && isRecord(item.metadata) ? item.metadata : {};
+      const namespace = typeof meta.namespace === "string" ? meta.namespace : cluster.namespace;
+      if (typeof meta.name === "string") found.push({ namespace, name: meta.name });
+    }
     token = listMeta(page).continue;
   } while (token !== undefined && found.length < MAX_SELECTED);
   return found.slice(0, MAX_SELECTED);
@@ -178,7 +193,8 @@ export async function runVerb(
   const targets = await targetNames(names, flags, cluster, ctx.stopSignal);
   if (targets.length === 0) {
     const matching = flags.selector === undefined ? "" : ` matching ${flags.selector}`;
-    ctx.err(`No Deployment resources found in namespace ${cluster.namespace}${matching}.\n`);
+    const where = flags.allNamespaces ? "" : ` in namespace ${cluster.namespace}`;
+    ctx.err(`No Deployment resources found${where}${matching}.\n`);
     return;
   }
   let failed = 0;
@@ -189,39 +205,41 @@ export async function runVerb(
     const message = error instanceof Error ? error.message : String(error);
     ctx.err(`error: ${RESOURCE_PREFIX}/${name}: ${escapeForTerminal(message.replace(/\s*\n\s*/g, " "))}\n`);
   };
-  const requested: { name: string; value: string }[] = [];
-  const never = new Map<string, string>();
-  for (const name of targets) {
+  const requested: { at: PluginCluster; name: string; value: string }[] = [];
+  const never = new Map<PluginCluster, string>();
+  for (const { namespace, name } of targets) {
     const value = verb.value();
+    // The cluster, in the resource's own namespace (each its own under -A).
+    const at = { ...cluster, namespace };
     try {
-      const patched = await patchAnnotation(cluster, name, verb.annotation, value, ctx.stopSignal);
+      const patched = await patchAnnotation(at, name, verb.annotation, value, ctx.stopSignal);
       ctx.out(`${RESOURCE_PREFIX}/${name} ${verb.done}\n`);
       if (verb.annotation !== ANNOTATION_PAUSED && isPaused(patched))
         ctx.err(
-          `note: ${RESOURCE_PREFIX}/${name} is suspended (${ANNOTATION_PAUSED}=true): the operator acts on it once resumed (kubectl dms resume ${name} -n ${cluster.namespace})\n`,
+          `note: ${RESOURCE_PREFIX}/${name} is suspended (${ANNOTATION_PAUSED}=true): the operator acts on it once resumed (kubectl dms resume ${name} -n ${namespace})\n`,
         );
       const why = verb.acknowledgedIn && neverAcknowledged(verb.acknowledgedIn, patched);
       if (why) {
-        never.set(name, why);
+        never.set(at, why);
         // With --wait the error below says it.
         if (!flags.wait) ctx.err(`note: ${RESOURCE_PREFIX}/${name} ${why}\n`);
       }
-      if (value !== null) requested.push({ name, value });
+      if (value !== null) requested.push({ at, name, value });
     } catch (error) {
       fail(name, error);
     }
   }
   if (flags.wait && verb.acknowledgedIn) {
     const field = verb.acknowledgedIn;
-    const waits = requested.map(({ name, value }) => {
+    const waits = requested.map(({ at, name, value }) => {
       // Waiting could only time out, and then blame the operator: said at once instead.
-      const why = never.get(name);
+      const why = never.get(at);
       if (why !== undefined)
         return Promise.resolve(
           fail(name, new Error(`the operator never acknowledges it in status.${field}: it ${why}`)),
         );
-      return waitForAcknowledgement(cluster, name, field, value, flags.timeout ?? 60_000, ctx).catch(
-        (error) => fail(name, error),
+      return waitForAcknowledgement(at, name, field, value, flags.timeout ?? 60_000, ctx).catch((error) =>
+        fail(name, error),
       );
     });
     await Promise.all(waits);

@@ -4,7 +4,8 @@
  * `suspend` and `resume` (`dms.dev/paused`), `rollout-now` (`dms.dev/rollout-now`), `rebuild`
  * (`dms.dev/rebuild-requested-at`, as `kubectl rollout restart` stamps a time). Each takes
  * several names, `--all` (every Deployment resource of the namespace) or `-l <selector>` (those
- * whose labels match), as `flux suspend --all` and `cmctl renew -l` do, and acts on each in turn.
+ * whose labels match), as `flux suspend --all` and `cmctl renew -l` do, of every namespace with
+ * `-A` as `kubectl annotate --all -A`, and acts on each in turn.
  * Each change is one JSON merge patch of that annotation alone, so it never overwrites a
  * concurrent change of the spec or of another annotation (no read-modify-write of the object). The
  * operator reconciles on any annotation change (src/kube/triggers.ts) and acknowledges a
@@ -60,12 +61,12 @@ function registerVerb(verb: Verb): RegisterCommand {
       .command(verb.name)
       .description(verb.description)
       .argument("[name...]", "the Deployment resources (kubectl get dmsd)", resourceNames)
-      .option("--all", "every Deployment resource of the namespace")
+      .option("--all", "every Deployment resource of the namespace (of every namespace with -A)")
       .option(
         "-l, --selector <selector>",
         "the Deployment resources whose labels match, e.g. team=payments or 'tier in (web,api)'",
       );
-    addKubectlOptions(command);
+    addKubectlOptions(command, { allNamespaces: true });
     if (verb.acknowledgedIn)
       command
         .option("--wait", `wait until the operator acknowledges it (status.${verb.acknowledgedIn}), for each`)
