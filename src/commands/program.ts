@@ -12,6 +12,7 @@ import { escapeForTerminal } from "../api/printable.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
+import { clusterFlagsAfterCommand } from "./leading-flags.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -110,17 +111,19 @@ export function commandEntriesOf(program: Command): readonly CommandEntry[] {
 }
 
 /**
- * Runs the program on `argv` as {@link runProgram} does, loading the code of the one command
- * `argv` names (the first argument that is not an option; after `help`, the one it asks about),
- * and knowing the others by their registry entries only. Under the kubectl plugin's name, a
- * command of `dms-operator` only is refused with a line saying where it is.
+ * Runs the program on `given` as {@link runProgram} does, loading the code of the one command
+ * it names (the first argument that is not an option; after `help`, the one it asks about),
+ * and knowing the others by their registry entries only. kubectl's flags of the cluster before
+ * that name go after it (leading-flags.ts). Under the kubectl plugin's name, a command of
+ * `dms-operator` only is refused with a line saying where it is.
  */
 export async function runCommands(
-  argv: readonly string[],
+  given: readonly string[],
   ctx: CliContext,
   name: string,
   all: readonly CommandEntry[],
 ): Promise<number> {
+  const argv = clusterFlagsAfterCommand(given);
   const entries = name === KUBECTL_PLUGIN_NAME ? all.filter((c) => !c.operatorOnly) : all;
   const words = argv.filter((arg) => !arg.startsWith("-"));
   const named = words[0] === "help" ? words[1] : words[0];

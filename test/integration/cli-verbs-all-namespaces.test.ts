@@ -3,7 +3,11 @@
 // namespace; names with -A refused, as kubectl refuses them. Against the run's real API server.
 import { describe, expect, it } from "vitest";
 import { registerReconcileCommand, registerSuspendCommand } from "../../src/commands/annotate.ts";
-import { runCli } from "../support/cli.ts";
+import type { CliContext } from "../../src/commands/context.ts";
+import { runCommands } from "../../src/commands/program.ts";
+import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
+import { COMMANDS } from "../../src/commands/registry.ts";
+import { runCli, silentContext } from "../support/cli.ts";
 import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
 
 const commands = [registerSuspendCommand, registerReconcileCommand];
@@ -66,5 +70,31 @@ describe("the verbs with -A, --all-namespaces", { timeout: 60_000 }, () => {
       stderr:
         "error: a resource cannot be named across all namespaces: give -n <namespace> with names, or --all or -l <selector> with -A\n",
     });
+  });
+});
+
+describe("kubectl's flags of the cluster before the verb's name", { timeout: 60_000 }, () => {
+  it("are the verb's, as `kubectl -n team-a get` takes them: kubectl dms -n <ns> --kubeconfig <path> suspend", async () => {
+    const ns = await freshNamespace("verbs-leading");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: resource("web", {}) });
+    let stdout = "";
+    let stderr = "";
+    const ctx: CliContext = {
+      ...silentContext(),
+      out: (text) => {
+        stdout += text;
+      },
+      err: (text) => {
+        stderr += text;
+      },
+    };
+    const argv = ["--verbose", "-n", ns, `--kubeconfig=${testKubeconfigPath()}`, "suspend", "web"];
+    const code = await runCommands(argv, ctx, KUBECTL_PLUGIN_NAME, COMMANDS);
+    expect({ code, stdout, stderr }).toEqual({
+      code: 0,
+      stdout: "deployment.dms.dev/web suspended\n",
+      stderr: "",
+    });
+    expect(await paused(ns, "web")).toBe("true");
   });
 });

@@ -253,6 +253,8 @@ describe("bin/dms-operator.mjs --version", () => {
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect(commandModulesOf(loaded)).toEqual([
       "commander-builtins",
+      // The harness's reading of flags before the command's name: no import of its own.
+      "leading-flags",
       "process-context",
       "program",
       "program-name",
