@@ -3,11 +3,10 @@
 // namespace; names with -A refused, as kubectl refuses them. Against the run's real API server.
 import { describe, expect, it } from "vitest";
 import { registerReconcileCommand, registerSuspendCommand } from "../../src/commands/annotate.ts";
-import type { CliContext } from "../../src/commands/context.ts";
 import { runCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
-import { runCli, silentContext } from "../support/cli.ts";
+import { capturingContext, runCli } from "../support/cli.ts";
 import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
 
 const commands = [registerSuspendCommand, registerReconcileCommand];
@@ -77,20 +76,10 @@ describe("kubectl's flags of the cluster before the verb's name", { timeout: 60_
   it("are the verb's, as `kubectl -n team-a get` takes them: kubectl dms -n <ns> --kubeconfig <path> suspend", async () => {
     const ns = await freshNamespace("verbs-leading");
     await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: resource("web", {}) });
-    let stdout = "";
-    let stderr = "";
-    const ctx: CliContext = {
-      ...silentContext(),
-      out: (text) => {
-        stdout += text;
-      },
-      err: (text) => {
-        stderr += text;
-      },
-    };
+    const { ctx, written } = capturingContext();
     const argv = ["--verbose", "-n", ns, `--kubeconfig=${testKubeconfigPath()}`, "suspend", "web"];
     const code = await runCommands(argv, ctx, KUBECTL_PLUGIN_NAME, COMMANDS);
-    expect({ code, stdout, stderr }).toEqual({
+    expect({ code, ...written }).toEqual({
       code: 0,
       stdout: "deployment.dms.dev/web suspended\n",
       stderr: "",

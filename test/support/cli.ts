@@ -13,6 +13,21 @@ export function silentContext(): CliContext {
   };
 }
 
+/** A context that keeps what is written, in `written.stdout` and `written.stderr`. */
+export function capturingContext(): { ctx: CliContext; written: { stdout: string; stderr: string } } {
+  const written = { stdout: "", stderr: "" };
+  const ctx: CliContext = {
+    ...silentContext(),
+    out: (text) => {
+      written.stdout += text;
+    },
+    err: (text) => {
+      written.stderr += text;
+    },
+  };
+  return { ctx, written };
+}
+
 /** A finished run: exit status and what it wrote. */
 export interface Run {
   code: number;

@@ -9,7 +9,7 @@ import { EXIT, runCommands, runProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
 import { Manager, ShutdownTimeoutError } from "../../src/runtime/manager.ts";
-import { runCli, silentContext } from "../support/cli.ts";
+import { capturingContext, runCli, silentContext } from "../support/cli.ts";
 
 /** Runs `work` (and `args`) in a one-command program whose action is `action`: its status and stderr. */
 async function runWork(action: () => Promise<void>, stopSignal: AbortSignal, args: string[] = []) {
@@ -288,21 +288,13 @@ describe("help <command> <subcommand>", () => {
 
 describe("help <word> naming no command", () => {
   it("says the word is unknown and what it is near, as the word alone does", async () => {
-    let stderr = "";
-    let stdout = "";
-    const ctx: CliContext = {
-      ...silentContext(),
-      out: (text) => {
-        stdout += text;
-      },
-      err: (text) => {
-        stderr += text;
-      },
-    };
+    const { ctx, written } = capturingContext();
     const code = await runCommands(["help", "statsu"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS);
     expect(code).toBe(EXIT.failed);
-    expect(stdout).toBe("");
-    expect(stderr).toBe("error: unknown command 'statsu'\n(Did you mean status?)\n");
+    expect(written).toEqual({
+      stdout: "",
+      stderr: "error: unknown command 'statsu'\n(Did you mean status?)\n",
+    });
   });
 });
 
