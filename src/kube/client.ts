@@ -14,7 +14,7 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import { followSignal } from "../runtime/clock.ts";
 import { type KubeCredentials, plainHeaders } from "./credentials.ts";
-import { apiErrorFrom, KubeApiError } from "./errors.ts";
+import { apiErrorFrom, KubeApiError, retryAfterHeader } from "./errors.ts";
 import { listItems, listMeta } from "./object.ts";
 
 /** The content types of the PATCH flavours the API server accepts. */
@@ -143,7 +143,7 @@ export class KubeClient {
     const text = await readBody(res, describe(req), true, max).catch(timedOut).finally(settled);
     const body = parseJson(text);
     const status = res.statusCode ?? 0;
-    if (status < 200 || status >= 300) throw apiErrorFrom(status, body, describe(req));
+    if (status < 200 || status >= 300) throw failed(res, body, req);
     return body;
   }
 
@@ -153,7 +153,7 @@ export class KubeClient {
     const status = res.statusCode ?? 0;
     if (status !== 200) {
       const text = await readBody(res, describe(req), true).catch(timedOut).finally(settled);
-      throw apiErrorFrom(status, parseJson(text), describe(req));
+      throw failed(res, parseJson(text), req);
     }
     return jsonLines(res, describe(req), settled);
   }
@@ -251,6 +251,10 @@ function hearSocketErrors(socket: Socket & { [HEARD]?: true }): void {
 }
 
 const describe = (req: KubeRequest): string => `${req.method} ${req.path}`;
+
+/** The error of an answer that is not a success: its status, its `Status` body, its `Retry-After`. */
+const failed = (res: http.IncomingMessage, body: unknown, req: KubeRequest): KubeApiError =>
+  apiErrorFrom(res.statusCode ?? 0, body, describe(req), retryAfterHeader(res.headers["retry-after"]));
 
 function parseJson(text: string): unknown {
   if (text.trim() === "") return undefined;

@@ -20,17 +20,38 @@ export class KubeApiError extends Error {
    * JSON Patch that does not apply to the stored object is a bare 422 without them.
    */
   readonly detailed: boolean;
+  /**
+   * The pause the server asked for (`Retry-After`, in ms, at most {@link MAX_RETRY_AFTER_MS}):
+   * API Priority and Fairness rejects a request it has no seat for with a 429 and `Retry-After`.
+   * A reflector waits at least this long before it asks again; the controller retries a
+   * reconcile that failed with it no sooner.
+   */
+  readonly retryAfterMs: number | undefined;
   constructor(
     status: number,
     reason: string,
     message: string,
-    options?: ErrorOptions & { detailed?: boolean },
+    options?: ErrorOptions & { detailed?: boolean; retryAfterMs?: number },
   ) {
     super(message, options);
     this.status = status;
     this.reason = reason;
     this.detailed = options?.detailed ?? false;
+    this.retryAfterMs = options?.retryAfterMs;
   }
+}
+
+/**
+ * The longest `Retry-After` honoured: the API server asks for a second or a few; a longer pause
+ * (a proxy's, or a date far ahead) would leave a cache stale long after the server recovered.
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+/** A `Retry-After` header in ms (delay-seconds, as the API server sends it), bounded; `undefined` when absent or not a number. */
+export function retryAfterHeader(value: string | string[] | undefined): number | undefined {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!text || !/^\d+$/.test(text)) return undefined;
+  return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
 }
 
 /**
@@ -59,11 +80,19 @@ interface StatusBody {
   code?: unknown;
   reason?: unknown;
   message?: unknown;
-  details?: { name?: unknown; kind?: unknown; causes?: unknown };
+  details?: { name?: unknown; kind?: unknown; causes?: unknown; retryAfterSeconds?: unknown };
 }
 
-/** Builds the typed error for a failed request from its HTTP status and `Status` body (if any). */
-export function apiErrorFrom(status: number, body: unknown, what: string): KubeApiError {
+/**
+ * Builds the typed error for a failed request from its HTTP status and `Status` body (if any),
+ * and the pause its `Retry-After` asked for (ms).
+ */
+export function apiErrorFrom(
+  status: number,
+  body: unknown,
+  what: string,
+  retryAfterMs?: number,
+): KubeApiError {
   const parsed: StatusBody = typeof body === "object" && body !== null ? (body as StatusBody) : {};
   const reason = typeof parsed.reason === "string" ? parsed.reason : "";
   const serverMessage = typeof parsed.message === "string" ? parsed.message : "";
@@ -74,7 +103,16 @@ export function apiErrorFrom(status: number, body: unknown, what: string): KubeA
   const details = typeof parsed.details === "object" && parsed.details !== null ? parsed.details : {};
   const causes = Array.isArray(details.causes) ? details.causes.length : 0;
   const detailed = Boolean(details.name || details.kind || causes);
-  return new KubeApiError(status, reason, message, { detailed });
+  // The header, else the Status's own field (a watch's ERROR event has no header).
+  const asked =
+    typeof details.retryAfterSeconds === "number"
+      ? retryAfterHeader(String(details.retryAfterSeconds))
+      : undefined;
+  retryAfterMs ??= asked;
+  return new KubeApiError(status, reason, message, {
+    detailed,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
 }
 
 /** True when `err` is a 404 from the API server. */

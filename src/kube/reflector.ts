@@ -11,7 +11,7 @@ import { type Clock, systemClock } from "../runtime/clock.ts";
 import { keepEqualStrings } from "../runtime/interner.ts";
 import { isRecord } from "../runtime/json.ts";
 import { CacheIndexes } from "../runtime/one-or-many.ts";
-import { GoneError } from "./errors.ts";
+import { GoneError, KubeApiError } from "./errors.ts";
 import {
   collectInitialEvent,
   InitialEventsCut,
@@ -199,6 +199,8 @@ export class Reflector<T extends KubeObject> {
     // A second run() after a stop resumes from the cache's resourceVersion, like a broken watch.
     this.#needList = !this.#hasSynced;
     while (!signal.aborted) {
+      // The pause the server asked for (a 429's Retry-After): the backoff waits at least that.
+      let asked = 0;
       try {
         if (this.#needList && !this.#watchList) await this.#relist(signal);
         const started = this.#clock.now();
@@ -217,12 +219,13 @@ export class Reflector<T extends KubeObject> {
           continue;
         } else {
           attempt += 1;
+          asked = (err instanceof KubeApiError && err.retryAfterMs) || 0;
           const hint = notServedHint(err, this.#opts.resource);
           this.#log.warn({ err, attempt }, `list/watch failed${hint}; retrying with backoff`);
         }
       }
       try {
-        await this.#clock.sleep(this.#backoff.delayMs(attempt), signal);
+        await this.#clock.sleep(Math.max(asked, this.#backoff.delayMs(attempt)), signal);
       } catch {
         break;
       }
