@@ -41,6 +41,11 @@ export interface KubeRequest {
   /** Overrides the client's default timeout for this call. For streams: the whole stream's lifetime. */
   timeoutMs?: number;
   /**
+   * For a stream: the longest it may go without a byte; then it fails. A watch that stays open
+   * but says nothing (a proxy stuck between) is found by this, long before its whole lifetime.
+   */
+  idleMs?: number;
+  /**
    * The caller reads nothing of a 2xx answer (a label write, an Event): its body is read to the
    * end, so the connection is reused, and dropped unparsed; `request` resolves `undefined`. Any
    * other answer is read and reported as always. Such an answer is the whole object, a few KB of
@@ -70,6 +75,11 @@ export class AnswerTooLargeError extends Error {
     this.name = "AnswerTooLargeError";
     this.maxBytes = maxBytes;
   }
+}
+
+/** A stream that went its request's `idleMs` without a byte. */
+export class StreamIdleError extends Error {
+  override readonly name = "StreamIdleError";
 }
 
 /** Options of {@link KubeClient}. */
@@ -154,6 +164,11 @@ export class KubeClient {
     if (status !== 200) {
       const text = await readBody(res, describe(req), true).catch(timedOut).finally(settled);
       throw failed(res, parseJson(text), req);
+    }
+    if (req.idleMs !== undefined) {
+      const idleMs = req.idleMs;
+      const idle = () => new StreamIdleError(`${describe(req)}: no data within ${idleMs} ms`);
+      res.setTimeout(idleMs, () => res.destroy(idle()));
     }
     return jsonLines(res, describe(req), settled);
   }
@@ -340,7 +355,7 @@ async function* jsonLines(
       }
     }
   } catch (err) {
-    if (err instanceof KubeApiError) throw err;
+    if (err instanceof KubeApiError || err instanceof StreamIdleError) throw err;
     throw new Error(`${what}: stream failed`, { cause: err });
   } finally {
     // Ending the iteration early (a consumer's break or abort) must release the connection.

@@ -12,7 +12,7 @@
  */
 import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
-import { type KubeClient, listPages } from "./client.ts";
+import { type KubeClient, listPages, StreamIdleError } from "./client.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 import { collectionPath, type KubeObject, objectKey, type ResourceType, refOf } from "./object.ts";
 
@@ -24,6 +24,15 @@ import { collectionPath, type KubeObject, objectKey, type ResourceType, refOf } 
  * watch list holds one object at a time.
  */
 export const LIST_PAGE_SIZE = 50;
+
+/**
+ * The longest a watch may say nothing (no event, no bookmark) before it is given up and resumed
+ * from its last resourceVersion on a new connection: a watch a stuck proxy keeps open but silent
+ * would otherwise last its whole timeout (5-10 min), the cache stale all along. The API server
+ * sends a watch that asks for bookmarks one a minute; two and a half periods, so that a bookmark
+ * late on a busy server does not cut a watch that works.
+ */
+export const WATCH_IDLE_MS = 150_000;
 
 /** What a reflector's decode makes of an object: kept, `undefined` unusable, `null` not kept. */
 type Decode<T> = (raw: unknown) => T | undefined | null;
@@ -142,7 +151,11 @@ export class InitialEventsCut extends Error {
   }
 }
 
-/** A watch list the server kept open its whole timeout without ending the initial events. */
+/**
+ * A watch list the server kept open its whole timeout without ending the initial events, or that
+ * went silent before it ended them ({@link WATCH_IDLE_MS}): a server that serves watch lists ends
+ * the initial events as soon as it sent them.
+ */
 export function isIgnored(err: unknown): boolean {
-  return err instanceof InitialEventsCut && err.ignored;
+  return (err instanceof InitialEventsCut && err.ignored) || err instanceof StreamIdleError;
 }

@@ -21,6 +21,7 @@ import {
   listByPages,
   notServedHint,
   refusesWatchList,
+  WATCH_IDLE_MS,
   WATCH_LIST_QUERY,
   watchError,
 } from "./listing.ts";
@@ -52,6 +53,8 @@ export interface ReflectorOptions<T extends KubeObject> extends ListScope {
   indexers?: Record<string, (obj: T) => readonly string[]>;
   /** Server-side watch timeout: a random value in [n, 2n) seconds per watch (client-go); n = 300. */
   minWatchTimeoutSeconds?: number;
+  /** The longest a watch may say nothing before it resumes on a new connection; {@link WATCH_IDLE_MS}. */
+  watchIdleMs?: number;
   /** Restart backoff; default base 200 ms, max 30 s, half jitter (a restart never waits 0 ms). */
   backoff?: BackoffOptions;
   clock?: Clock;
@@ -273,6 +276,7 @@ export class Reflector<T extends KubeObject> {
       signal,
       // A client-side bound past the server's, so a half-open connection cannot hang the watch forever.
       timeoutMs: (timeoutSeconds + 30) * 1000,
+      idleMs: this.#opts.watchIdleMs ?? WATCH_IDLE_MS,
     });
     let events = 0;
     for await (const event of stream) {

@@ -144,6 +144,8 @@ export interface WatchOptions {
   backoff?: BackoffOptions;
   /** Server-side watch timeout floor, seconds (tests use a few seconds to exercise restarts). */
   minWatchTimeoutSeconds?: number;
+  /** The longest a watch may say nothing before it is resumed on a new connection (ms). */
+  watchIdleMs?: number;
 }
 
 /** What one adapter's reflectors watch and how they decode it; the rest comes from {@link WatchOptions}. */
@@ -162,13 +164,14 @@ export abstract class WatchedResource<T extends KubeObject> {
   protected readonly cache: ScopedCache<T>;
 
   constructor(namespaces: readonly string[] | undefined, options: WatchOptions, spec: ReflectorSpec<T>) {
-    const { client, logger, clock, backoff, minWatchTimeoutSeconds } = options;
+    const { client, logger, clock, backoff, minWatchTimeoutSeconds, watchIdleMs } = options;
     // Only the settings given: an explicit undefined would hide the reflector's defaults.
     const shared = {
       ...(logger ? { logger } : {}),
       ...(clock ? { clock } : {}),
       ...(backoff ? { backoff } : {}),
       ...(minWatchTimeoutSeconds ? { minWatchTimeoutSeconds } : {}),
+      ...(watchIdleMs ? { watchIdleMs } : {}),
     };
     this.cache = scopedCache(
       namespaces,

@@ -3,6 +3,9 @@
 // lists: a watch list, or pages where the server offers none (a restart with the feature off).
 // This file runs a control plane of its own, because restarting the shared one would disturb
 // other files.
+
+import type { AddressInfo } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeClient, type KubeRequest } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
@@ -24,6 +27,50 @@ class RecordingClient extends KubeClient {
     this.calls.push({ kind: "stream", query: req.query });
     return super.stream(req);
   }
+}
+
+/**
+ * A TCP relay to the API server that can get stuck as a proxy does: `freeze` stops every
+ * connection open through it from passing anything, both ways, and keeps it open; connections
+ * made after pass.
+ */
+async function startRelay(target: URL): Promise<{ url: string; freeze(): void; close(): Promise<void> }> {
+  const open = new Set<{ client: Socket; upstream: Socket }>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    const pair = { client, upstream };
+    open.add(pair);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const end = () => {
+      open.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const frozen: Socket[] = [];
+  return {
+    url: `https://127.0.0.1:${port}`,
+    freeze() {
+      for (const { client, upstream } of open) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+        frozen.push(client, upstream);
+      }
+      open.clear();
+    },
+    async close() {
+      const pairs = [...open].flatMap(({ client, upstream }) => [client, upstream]);
+      for (const socket of [...frozen, ...pairs]) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
 
 describe("reflector recovery", () => {
@@ -83,21 +130,26 @@ describe("reflector recovery", () => {
     }
   });
 
-  it("keeps following changes across an API server restart while it watches", async () => {
+  /** A running Secrets cache of `ns` through `via`, synced; `seen` names the changes it hears after. */
+  async function following(via: KubeClient, options: { watchIdleMs?: number } = {}) {
     const { logger } = capturingLogger();
-    const secrets = new KubeSecrets({
-      client,
-      namespaces: [ns],
-      logger,
-      backoff: { baseMs: 100, maxMs: 1_000 },
-    });
+    const backoff = { baseMs: 100, maxMs: 1_000 };
+    const secrets = new KubeSecrets({ client: via, namespaces: [ns], logger, backoff, ...options });
     const seen: string[] = [];
     const stop = new AbortController();
     const running = secrets.run(stop.signal);
-    try {
-      await secrets.synced;
-      secrets.onChange((ref) => void seen.push(ref.name));
+    await secrets.synced;
+    secrets.onChange((ref) => void seen.push(ref.name));
+    const stopped = () => {
+      stop.abort();
+      return running;
+    };
+    return { secrets, seen, stop: stopped };
+  }
 
+  it("keeps following changes across an API server restart while it watches", async () => {
+    const { secrets, seen, stop } = await following(client);
+    try {
       await plane.restartApiServer();
       await kubectl(["create", "secret", "generic", "after-restart", "--from-literal=k=1"]);
 
@@ -107,8 +159,32 @@ describe("reflector recovery", () => {
       });
       expect(secrets.has({ namespace: ns, name: "after-restart" })).toBe(true);
     } finally {
-      stop.abort();
-      await running;
+      await stop();
+    }
+  });
+
+  it("resumes a watch that stays open but says nothing (a stuck proxy) on a new connection, without a relist", async () => {
+    const relay = await startRelay(new URL(plane.server));
+    const direct = loadKubeConfig({ kubeconfig: plane.kubeconfigPath }).config;
+    const through = new RecordingClient({
+      getCurrentCluster: () => ({ server: relay.url }),
+      applyToHTTPSOptions: (options) => direct.applyToHTTPSOptions(options),
+    });
+    const { seen, stop } = await following(through, { watchIdleMs: 2_000 });
+    try {
+      relay.freeze();
+      await kubectl(["create", "secret", "generic", "while-stuck", "--from-literal=k=1"]);
+      await waitFor(() => seen.includes("while-stuck"), {
+        description: "the create while the first watch is stuck",
+        timeoutMs: 20_000,
+      });
+      // Resumed from where it was: one watch list, then watches from a resourceVersion.
+      const lists = through.calls.filter((call) => call.query?.sendInitialEvents === true);
+      expect(lists).toHaveLength(1);
+      expect(through.calls.at(-1)?.query?.resourceVersion).toEqual(expect.any(String));
+    } finally {
+      await stop();
+      await relay.close();
     }
   });
 

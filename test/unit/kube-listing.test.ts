@@ -30,13 +30,17 @@ async function apiServer(
   return { client, asked };
 }
 
-function reflector(client: KubeClient) {
+function reflector(
+  client: KubeClient,
+  watch: { minWatchTimeoutSeconds?: number; watchIdleMs?: number } = {},
+) {
   const { logger, messages } = capturingLogger();
   const cache = new Reflector<KubeObject>({
     client,
     resource: { group: "", version: "v1", plural: "things" },
     decode: (raw) => (isKubeObject(raw) ? raw : undefined),
     minWatchTimeoutSeconds: 1,
+    ...watch,
     backoff: { baseMs: 10, maxMs: 20 },
     logger,
   });
@@ -72,6 +76,18 @@ describe("a reflector's list", () => {
     expect(messages()).toContain("the API server offers no watch list; listing by pages");
     const pages = api.asked.filter((u) => u.searchParams.get("watch") !== "true");
     expect(pages.map((u) => u.searchParams.get("continue"))).toEqual([null, "1", "2"]);
+    stop.abort();
+    await running;
+  });
+
+  it("lists by pages where the server ignores a watch list and then says nothing (no bookmarks), long before its timeout", async () => {
+    const api = await apiServer((res) => res.write(items.map(added).join("")));
+    const { cache, messages } = reflector(api.client, { minWatchTimeoutSeconds: 300, watchIdleMs: 200 });
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    await cache.synced;
+    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
+    expect(messages()).toContain("the API server offers no watch list; listing by pages");
     stop.abort();
     await running;
   });
