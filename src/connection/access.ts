@@ -239,17 +239,32 @@ export function connectionShares(
 ): Pick<ControllerOptions, "flowOf" | "maxPerFlow" | "borrowMs" | "waiting"> {
   const maxPerConnection =
     config.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(config.concurrency);
-  let writing = Promise.resolve();
+  // The newest look not yet begun: a look that comes while another's writes go on replaces the one
+  // waiting behind them (it lists every key still waiting), so an API server slow to answer them
+  // (each write up to REPORT_WRITE_MS) holds one look in waiting, not a minute's more every minute.
+  let next: { keys: readonly string[]; stillWaits: (key: string) => boolean } | undefined;
+  let writing = false;
+  const write = async () => {
+    writing = true;
+    try {
+      for (let look = next; look; look = next) {
+        next = undefined;
+        // One write at a time, spaced: the reports cost the API server little.
+        for (const key of look.keys)
+          if (await reportWaiting(deployments, key, look.stillWaits, maxPerConnection, clock, logger))
+            await clock.sleep(REPORT_SPACING_MS);
+      }
+    } finally {
+      writing = false;
+    }
+  };
   const report = (keys: readonly string[], stillWaits: (key: string) => boolean) => {
     // A resource of each namespace in turn: one namespace's thousands do not crowd another's few out.
-    const batch = inTurns(keys, (key) => parseObjectKey(key).namespace, MAX_REPORTS);
-    // One write at a time, spaced, after the previous look's: the reports cost the API server little.
-    writing = writing.then(async () => {
-      for (const key of batch) {
-        if (await reportWaiting(deployments, key, stillWaits, maxPerConnection, clock, logger))
-          await clock.sleep(REPORT_SPACING_MS);
-      }
-    });
+    next = { keys: inTurns(keys, (key) => parseObjectKey(key).namespace, MAX_REPORTS), stillWaits };
+    if (!writing)
+      write().catch((error: unknown) =>
+        logger.warn({ err: error }, "could not report the resources waiting for their connection's share"),
+      );
   };
   return {
     flowOf: connectionFlowOf(deployments),

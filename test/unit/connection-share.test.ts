@@ -291,6 +291,36 @@ describe("connectionShares", () => {
     expect(writes.map((w) => w.key)).toEqual(["team-a/still"]);
   });
 
+  it("holds one look behind writes the API server is slow to answer: a newer look replaces the one waiting", async () => {
+    const stored = ["a", "b", "c", "d"].map((name) => resource("team-a", name));
+    const byKey = new Map(stored.map((o) => [`team-a/${o.metadata.name}`, o]));
+    const written: string[] = [];
+    let answer = () => {};
+    const deployments = {
+      get: (ref: ObjectRef) => byKey.get(`${ref.namespace}/${ref.name}`),
+      // Answered only when the test says: an API server slow to take the reports.
+      patchStatus: (ref: ObjectRef) =>
+        new Promise<void>((resolve) => {
+          written.push(ref.name);
+          answer = resolve;
+        }),
+    } as unknown as KubeDeployments;
+    const clock = new ManualClock({ sleepsInstantly: true });
+    const shares = connectionShares({ concurrency: 16 }, deployments, clock, pino({ level: "silent" }));
+    shares.waiting?.report(["team-a/a"], waits);
+    await new Promise((r) => setImmediate(r));
+    expect(written).toEqual(["a"]);
+    // Three looks while the first write hangs: only the newest is written after it.
+    shares.waiting?.report(["team-a/b"], waits);
+    shares.waiting?.report(["team-a/c"], waits);
+    shares.waiting?.report(["team-a/d"], waits);
+    for (let i = 0; i < 3; i++) {
+      answer();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(written).toEqual(["a", "d"]);
+  });
+
   it("takes the cap given, and lets a resource its reconcile wrote meanwhile be (a conflict is no failure)", async () => {
     const { deployments, writes, conflictNext } = cache([
       resource("team-a", "slow", { kind: "ServiceConnection", name: "prod" }),
