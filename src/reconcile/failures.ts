@@ -140,6 +140,10 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
         rethrow: new Error(message),
       };
     case "unavailable": {
+      // Not sent at all (a closed client, a shard Lease not current): the operator's own words,
+      // which say why and are the same at every attempt, are the condition's.
+      if (error.status === undefined)
+        return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };
       // The condition names the call and its status, the same while the outage lasts, so a retry
       // (or the connection's next listing) failing the same way writes nothing; the Warning
       // event quotes the answer.

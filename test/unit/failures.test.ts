@@ -51,6 +51,22 @@ describe("failureOf", () => {
     expect(failure.rethrow).not.toBeInstanceOf(TerminalError);
   });
 
+  it("a write the operator held back unsent (a shard Lease not current): ServiceUnavailable says why, never that the service failed", () => {
+    const held = "this replica's shard Lease is not current (--sharded): the write was held back";
+    const error = new ServiceError({
+      kind: "unavailable",
+      method: "POST",
+      route: "/v2/deployments",
+      detail: held,
+      retryable: true,
+    });
+    const failure = failureOf(error, []);
+    expect(failure.outcome.reason).toBe(REASON.ServiceUnavailable);
+    expect(failure.outcome.message).toContain(held);
+    expect(failure.outcome.message).not.toContain("gateway");
+    expect(failure.rethrow).toBeInstanceOf(Error);
+  });
+
   it.each([490, 500, MAX_MESSAGE_LENGTH - 80, MAX_MESSAGE_LENGTH - 60, 20_000])(
     "a secret value the service quotes at character %i never shows, not even its first half",
     (at) => {
