@@ -97,7 +97,18 @@ export function failureOf(error: unknown, secretValues: readonly string[]): Fail
     return refused ? { ...failure, createRefused: true } : failure;
   }
   const message = clean(error instanceof Error ? error.message : String(error));
-  return { outcome: failed(REASON.ReconcileError, message), rethrow: new Error(message) };
+  // A pause the API server asked for (a 429's Retry-After: API Priority and Fairness had no seat
+  // for the write) goes with the error the controller retries, which waits at least that long.
+  const asked = pauseAskedOf(error);
+  const rethrow =
+    asked === undefined ? new Error(message) : Object.assign(new Error(message), { retryAfterMs: asked });
+  return { outcome: failed(REASON.ReconcileError, message), rethrow };
+}
+
+/** The `retryAfterMs` an error carries (the Kubernetes client's of a 429), when it is a pause. */
+function pauseAskedOf(error: unknown): number | undefined {
+  const asked = error instanceof Error ? (error as { retryAfterMs?: unknown }).retryAfterMs : undefined;
+  return typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : undefined;
 }
 
 function serviceFailure(error: ServiceError, clean: (text: string) => string): Failure {

@@ -12,6 +12,7 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
+import { apiErrorFrom, retryAfterHeader } from "../../src/kube/errors.ts";
 import { pollIndexer } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
@@ -1754,6 +1755,29 @@ async function rebuildCutOff(w: World, value: string, whileOut: () => void = () 
   await expect(pending).rejects.toThrow("exceeded 30000 ms");
   w.service.release("createRevision");
 }
+
+describe("an API server that throttles the operator's writes (429, Retry-After)", () => {
+  it("a refused finalizer write: the failure the controller retries carries the pause asked for", async () => {
+    const w = world();
+    await w.applied({ deletionPolicy: "Delete" });
+    // API Priority and Fairness, no seat for the write: 429 with Retry-After: 7.
+    const throttled = apiErrorFrom(
+      429,
+      { kind: "Status", code: 429, reason: "TooManyRequests", message: "too many requests" },
+      "PATCH /apis/dms.dev/v1alpha1/namespaces/default/deployments/agent",
+      retryAfterHeader("7"),
+    );
+    w.resources.addFinalizer = () => Promise.reject(throttled);
+    const failed = await w.reconcile().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(Error);
+    // The controller waits at least this long before it runs the reconcile again.
+    expect((failed as { retryAfterMs?: unknown }).retryAfterMs).toBe(7_000);
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "False/ReconcileError" });
+  });
+});
 
 describe("DeploymentReconciler when its signal aborts", () => {
   it("a timeout is reported on the resource, its status written under a window of its own", async () => {
