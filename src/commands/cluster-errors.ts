@@ -82,11 +82,23 @@ export function explainClusterError(
       { cause: error },
     );
   if (TLS_CODE.test(code))
-    return new Error(
-      `the API server ${where} has a certificate the kubeconfig does not trust (${causeMessage(error)}): set the cluster's certificate-authority-data (or certificate-authority) in the kubeconfig to the CA that signed it, or ${PICK_ANOTHER}`,
-      { cause: error },
-    );
+    return new Error(`the API server ${where} ${certificateProblem(code, error)}, or ${PICK_ANOTHER}`, {
+      cause: error,
+    });
   return error;
+}
+
+/**
+ * What is wrong with the certificate Node refused (`code`), and the fix: a certificate issued for
+ * other names, or out of its dates, is not mended by the CA; any other by the CA that signed it.
+ */
+function certificateProblem(code: string, error: Error): string {
+  const why = causeMessage(error);
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID")
+    return `has a certificate issued for other names than its host (${why}): set the cluster's server in the kubeconfig to a name the certificate is issued for (or its tls-server-name to one)`;
+  if (code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID")
+    return `has a certificate outside its dates (${why}): renew the API server's certificate (or check this machine's clock)`;
+  return `has a certificate the kubeconfig does not trust (${why}): set the cluster's certificate-authority-data (or certificate-authority) in the kubeconfig to the CA that signed it`;
 }
 
 /** The API server's own message of a {@link KubeApiError} (after `<method> <path>: HTTP <status> <reason>: `). */
