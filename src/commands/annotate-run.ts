@@ -22,7 +22,7 @@ import { ANNOTATION_PAUSED, RESOURCE_PREFIX } from "./words.ts";
 
 /** How often `--wait` reads the resource again. */
 const WAIT_POLL_MS = 1000;
-/** Most resources one `--all` or `-l` acts on (pages of {@link PAGE_SIZE}). */
+/** Most resources one `--all` or `-l` acts on (pages of {@link PAGE_SIZE}); more are refused, none changed. */
 export const MAX_SELECTED = 5000;
 const PAGE_SIZE = 500;
 
@@ -172,8 +172,17 @@ export async function targetNames(
       if (typeof meta.name === "string") found.push({ namespace, name: meta.name });
     }
     token = listMeta(page).continue;
-  } while (token !== undefined && found.length < MAX_SELECTED);
-  return found.slice(0, MAX_SELECTED);
+  } while (token !== undefined && found.length <= MAX_SELECTED);
+  // Past the bound, none is changed: acting on the first ones only would leave the rest as they
+  // were, unsaid (a suspend --all -A meant to hold every resource).
+  if (found.length > MAX_SELECTED) {
+    const where = flags.allNamespaces ? "in all namespaces" : `in namespace ${cluster.namespace}`;
+    const matching = flags.selector === undefined ? "" : ` matching ${flags.selector}`;
+    throw new Error(
+      `more than ${MAX_SELECTED} Deployment resources found ${where}${matching}: a verb acts on at most ${MAX_SELECTED} at once, and none was changed; narrow them with -l <selector>${flags.allNamespaces ? " or -n <namespace>" : ""}`,
+    );
+  }
+  return found;
 }
 
 /** Runs `verb` on the resources `names`, `--all` or `-l` name (see the module comment). */
