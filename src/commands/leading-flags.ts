@@ -28,7 +28,9 @@ export function clusterFlagsAfterCommand(argv: readonly string[]): string[] {
     if (arg === "--") break;
     if (!(arg.length > 1 && arg.startsWith("-")))
       return moved.length === 0 ? [...argv] : [...kept, arg, ...moved, ...argv.slice(i + 1)];
-    const flag = arg.split("=", 1)[0] ?? arg;
+    // `-nteam-a`: a short flag with its value attached, as kubectl (and the command) take it.
+    const attached = /^-[a-zA-Z]./.test(arg) && CLUSTER_FLAGS.get(arg.slice(0, 2)) === true;
+    const flag = attached ? arg.slice(0, 2) : (arg.split("=", 1)[0] ?? arg);
     const takesValue = CLUSTER_FLAGS.get(flag);
     if (takesValue === undefined) {
       kept.push(arg);
@@ -36,7 +38,7 @@ export function clusterFlagsAfterCommand(argv: readonly string[]): string[] {
     }
     moved.push(arg);
     const value = argv[i + 1];
-    if (takesValue && !arg.includes("=") && value !== undefined) {
+    if (takesValue && !attached && !arg.includes("=") && value !== undefined) {
       moved.push(value);
       i += 1;
     }
