@@ -29,6 +29,7 @@ const INSTALLED = [
   "rolebinding.rbac.authorization.k8s.io/dms-operator-install-key",
   "clusterrolebinding.rbac.authorization.k8s.io/dms-operator",
   "deployment.apps/dms-operator",
+  "flowschema.flowcontrol.apiserver.k8s.io/dms-operator-leader-election",
   "validatingadmissionpolicy.admissionregistration.k8s.io/dms-operator-export-configmaps",
   "validatingadmissionpolicybinding.admissionregistration.k8s.io/dms-operator-export-configmaps",
 ];

@@ -43,7 +43,7 @@ describe("npm run release:manifests", () => {
   afterAll(() => rmSync(out, { recursive: true, force: true }));
   const read = (name: string) => readFileSync(join(out, name), "utf8");
 
-  it("install.yaml holds the CRDs, their deletion protection policy, the namespace, RBAC and the operator, its image pinned by digest", async () => {
+  it("install.yaml holds the CRDs, their deletion protection policy, the namespace, RBAC, the FlowSchema of its Leases and the operator, its image pinned by digest", async () => {
     const objs = objects(read("install.yaml"));
     expect(objs.map((o) => o.kind).sort()).toEqual([
       "ClusterRole",
@@ -55,6 +55,8 @@ describe("npm run release:manifests", () => {
       "CustomResourceDefinition",
       "CustomResourceDefinition",
       "Deployment",
+      // The operator's Lease requests under API Priority and Fairness.
+      "FlowSchema",
       "Namespace",
       // Leader election, and the install key's Secret.
       "Role",
