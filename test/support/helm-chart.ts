@@ -114,7 +114,11 @@ const KEPT_KINDS = [
   "ValidatingAdmissionPolicyBinding",
 ];
 /** Cluster-scoped kinds kustomize (5.5) takes for namespaced: it gives them an overlay's namespace. */
-const CLUSTER_SCOPED_UNKNOWN_TO_KUSTOMIZE = ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"];
+const CLUSTER_SCOPED_UNKNOWN_TO_KUSTOMIZE = [
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
+  "FlowSchema",
+];
 
 /**
  * An object with what must differ between the two install paths taken out, and nothing else:

@@ -436,6 +436,51 @@ describe("helm template charts/dms-operator", { timeout: HELM_CASES, concurrent:
     expect(await policies(["scope=namespace", "crds.enabled=true"])).toHaveLength(2);
   });
 
+  it("puts the release's Lease requests in the leader-election priority level by a FlowSchema; flowSchema.enabled=false, scope namespace or no leader election leave it out", async ({
+    expect,
+  }) => {
+    type FlowSchema = K8sObject & {
+      spec: {
+        matchingPrecedence: number;
+        priorityLevelConfiguration: { name: string };
+        rules: {
+          subjects: { kind: string; serviceAccount: { name: string; namespace: string } }[];
+          resourceRules: {
+            apiGroups: string[];
+            resources: string[];
+            verbs: string[];
+            namespaces: string[];
+          }[];
+        }[];
+      };
+    };
+    const flowSchemas = async (set: string[], release?: string) =>
+      (await renderChart(bin, { namespace: "team-a", set, ...(release ? { release } : {}) })).filter(
+        (o) => o.kind === "FlowSchema",
+      ) as FlowSchema[];
+    const [schema, ...more] = await flowSchemas(["serviceAccount.name=runner"], "team");
+    expect(more).toEqual([]);
+    expect(schema?.metadata.name).toBe("team-dms-operator-leader-election");
+    expect(schema?.metadata.namespace).toBeUndefined();
+    expect(schema?.metadata.labels).toMatchObject({ "app.kubernetes.io/instance": "team" });
+    expect(schema?.spec.priorityLevelConfiguration).toEqual({ name: "leader-election" });
+    // After the built-in system-leader-election (100), before service-accounts (9000).
+    expect(schema?.spec.matchingPrecedence).toBe(200);
+    expect(schema?.spec.rules).toHaveLength(1);
+    expect(schema?.spec.rules[0]?.subjects).toEqual([
+      { kind: "ServiceAccount", serviceAccount: { name: "runner", namespace: "team-a" } },
+    ]);
+    expect(schema?.spec.rules[0]?.resourceRules).toEqual([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["*"], namespaces: ["team-a"] },
+    ]);
+    // The Leases live where leaderElection.namespace says.
+    const [elsewhere] = await flowSchemas(["leaderElection.namespace=leases"]);
+    expect(elsewhere?.spec.rules[0]?.resourceRules[0]?.namespaces).toEqual(["leases"]);
+    expect(await flowSchemas(["flowSchema.enabled=false"])).toEqual([]);
+    expect(await flowSchemas(["scope=namespace"])).toEqual([]);
+    expect(await flowSchemas(["leaderElection.enabled=false", "replicas=1"])).toEqual([]);
+  });
+
   it("narrows the operator's ConfigMap writes with the export policy, its parameter the release's ServiceAccount; export.enabled=false leaves ConfigMaps out", async ({
     expect,
   }) => {
