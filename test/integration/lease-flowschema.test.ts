@@ -183,4 +183,28 @@ describe("the operator's Lease requests under API Priority and Fairness", () => 
     for (const other of [deployments, otherLease])
       expect({ flowSchema: other.flowSchema, priorityLevel: other.priorityLevel }).toEqual(generic);
   });
+
+  it("is left out by the overlay docs/guide/operating.md shows, and nothing else is", async () => {
+    const guide = await readFile(join(MANIFESTS, "..", "docs", "guide", "operating.md"), "utf8");
+    const at = guide.indexOf("**Turn it off**");
+    const block = /```yaml\n([\s\S]*?)```/.exec(guide.slice(at))?.[1] ?? "";
+    const dir = await mkdtemp(join(tmpdir(), "lease-flowschema-off-"));
+    try {
+      // The guide's block is indented under its list item: YAML takes it as it is once dedented.
+      const patch = block.replace(/^ {2}/gm, "");
+      await writeFile(
+        join(dir, "kustomization.yaml"),
+        `resources: [${relative(dir, join(MANIFESTS, "default"))}]\n${patch}`,
+      );
+      const kinds = async (path: string) =>
+        parseAllDocuments(await kubectlOk(["kustomize", path]))
+          .map((d) => (d.toJS() as Manifest).kind)
+          .sort();
+      const all = await kinds(join(MANIFESTS, "default"));
+      expect(all).toContain("FlowSchema");
+      expect(await kinds(dir)).toEqual(all.filter((k) => k !== "FlowSchema"));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
