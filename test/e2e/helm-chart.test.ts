@@ -269,6 +269,7 @@ async function uninstallKeepingCrds(
     ["clusterrole", fullname],
     ["clusterrolebinding", fullname],
     ["clusterrole", `${fullname}-metrics-reader`],
+    ["flowschema", `${fullname}-leader-election`],
     ["serviceaccount", fullname, "-n", ns],
     ["secret", "dms-operator-credentials", "-n", ns],
   ];

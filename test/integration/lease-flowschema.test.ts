@@ -7,7 +7,7 @@
 // X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID headers. The same
 // account's other requests (a list of Deployments, a Lease of another namespace) stay where
 // they were.
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -21,8 +21,7 @@ import {
   testServer,
   waitFor,
 } from "../support/cluster.ts";
-
-const MANIFESTS = join(import.meta.dirname, "..", "..", "manifests");
+import { MANIFESTS, renderOverlay } from "../support/overlay.ts";
 
 /** The rendered objects, as far as this test reads them. */
 interface Manifest {
@@ -99,29 +98,9 @@ describe("the operator's Lease requests under API Priority and Fairness", () => 
     const elsewhere = await freshNamespace("lease-flowschema-other");
     const suffix = namespace.split("-").at(-1) ?? "x";
     work = await mkdtemp(join(tmpdir(), "lease-flowschema-"));
-    const overlay = join(work, "overlay");
-    await mkdir(overlay);
     // The prefix names the FlowSchema (cluster-scoped, on an API server the test files share)
     // for this test alone.
-    await writeFile(
-      join(overlay, "kustomization.yaml"),
-      [
-        "apiVersion: kustomize.config.k8s.io/v1beta1",
-        "kind: Kustomization",
-        `namespace: ${namespace}`,
-        `namePrefix: t${suffix}-`,
-        `resources: [${relative(overlay, join(MANIFESTS, "default"))}]`,
-        "",
-      ].join("\n"),
-    );
-    const rendered = parseAllDocuments(await kubectlOk(["kustomize", overlay])).map(
-      (d) => d.toJS() as Manifest,
-    );
-    const find = (kind: string, name: string) => {
-      const found = rendered.find((o) => o.kind === kind && o.metadata.name === name);
-      if (!found) throw new Error(`kubectl kustomize manifests/default rendered no ${kind} ${name}`);
-      return found;
-    };
+    const { find } = await renderOverlay<Manifest>(work, { namespace, namePrefix: `t${suffix}-` });
     const account = find("ServiceAccount", `t${suffix}-dms-operator`);
     const flowSchema = find("FlowSchema", `t${suffix}-dms-operator-leader-election`);
     // The operator's account and what lets it hold its Lease, and the FlowSchema, as installed.

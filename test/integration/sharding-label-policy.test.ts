@@ -5,16 +5,14 @@
 // in that namespace can, the same name in another namespace cannot; other labels are untouched.
 // The policy is bound to this test's namespace only. Then a `--sharded` replica's start: it
 // exits naming the fix while the policy it requires is missing, and joins the ring once it exists.
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
 import { policyForNamespace } from "../support/admission-policy.ts";
 import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
+import { renderOverlay } from "../support/overlay.ts";
 import { startSmallRing } from "../support/sharded-replicas.ts";
-
-const MANIFESTS = join(import.meta.dirname, "..", "..", "manifests");
 
 /** The fields of the rendered objects this test reads, renames and narrows. */
 interface Manifest {
@@ -40,28 +38,11 @@ describe("sharding: the shard label policy", () => {
     const namespace = await freshNamespace("shard-policy");
     const suffix = namespace.split("-").at(-1) ?? "x";
     work = await mkdtemp(join(tmpdir(), "shard-policy-"));
-    const overlay = join(work, "overlay");
-    await mkdir(overlay);
-    await writeFile(
-      join(overlay, "kustomization.yaml"),
-      [
-        "apiVersion: kustomize.config.k8s.io/v1beta1",
-        "kind: Kustomization",
-        `namespace: ${namespace}`,
-        "namePrefix: team-",
-        `resources: [${relative(overlay, join(MANIFESTS, "default"))}]`,
-        `components: [${relative(overlay, join(MANIFESTS, "components", "sharding"))}]`,
-        "",
-      ].join("\n"),
-    );
-    const rendered = parseAllDocuments(await kubectlOk(["kustomize", overlay])).map(
-      (d) => d.toJS() as Manifest,
-    );
-    const find = (kind: string, name: string) => {
-      const found = rendered.find((o) => o.kind === kind && o.metadata.name === name);
-      if (!found) throw new Error(`kubectl kustomize rendered no ${kind} ${name}`);
-      return found;
-    };
+    const { find } = await renderOverlay<Manifest>(work, {
+      namespace,
+      namePrefix: "team-",
+      components: ["sharding"],
+    });
     const policy = find("ValidatingAdmissionPolicy", "team-dms-operator-shard-labels");
     const binding = find("ValidatingAdmissionPolicyBinding", "team-dms-operator-shard-labels");
     const account = find("ServiceAccount", "team-dms-operator");
