@@ -132,9 +132,15 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
       };
     case "rate_limited": {
       const retryAfterMs = (error.retryAfterSeconds ?? 1) * 1000;
+      // As a 5xx's: the answer often counts down ("try again in 37 seconds") or names a request
+      // id, so the condition names the call and its status and the Warning event quotes it.
+      const limited = clean(
+        `the service is rate limiting: ${error.method} ${error.route}${answered} (the Warning event quotes its answer); retried no sooner than its Retry-After`,
+      );
       return {
-        outcome: failed(REASON.RateLimited, `the service is rate limiting: ${message}`),
+        outcome: failed(REASON.RateLimited, limited),
         rethrow: Object.assign(new Error(message), { retryAfterMs }),
+        note: `the service is rate limiting: ${message}`,
       };
     }
     case "too_large":

@@ -2266,6 +2266,33 @@ describe("a 5xx whose answer differs at every attempt (a gateway's request id or
     );
   });
 
+  it("a 429 whose answer counts down: a retry writes no status, each Warning quotes its answer", async () => {
+    const w = world();
+    await w.settled();
+    w.resources.edit(REF, (o) => {
+      o.spec.sourceConfig = { customUrl: "https://new.example" };
+    });
+    const limited = (seconds: number) => ({
+      status: 429,
+      retryAfterSeconds: 1,
+      detail: `try again in ${seconds} seconds`,
+    });
+    w.service.failNext("patch", limited(40));
+    await expect(w.reconcile()).rejects.toMatchObject({ retryAfterMs: 1_000 });
+    const writes = w.resources.writes.patchStatus;
+    const said = messageOf(w.resources.stored(REF), "Synced");
+    expect(said).toContain("answered 429");
+    for (const seconds of [39, 38]) {
+      w.service.failNext("patch", limited(seconds));
+      await expect(w.reconcile()).rejects.toMatchObject({ retryAfterMs: 1_000 });
+    }
+    expect(w.resources.writes.patchStatus).toBe(writes);
+    expect(messageOf(w.resources.stored(REF), "Synced")).toBe(said);
+    expect(w.events.all.filter((e) => e.reason === "RateLimited").map((e) => e.note)).toEqual(
+      [40, 39, 38].map((seconds) => expect.stringContaining(`try again in ${seconds} seconds`)),
+    );
+  });
+
   it("a connection's listing failing so at every pass: its resources write nothing after the first", async () => {
     const w = world();
     await failedListing(w, gateway(1));
