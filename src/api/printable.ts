@@ -24,7 +24,7 @@
  * limit is in bytes (an Event's note), in UTF-16 code units where it is in JavaScript string length
  * (a service error's detail, a condition's message).
  */
-import { ownCopy } from "../runtime/interner.ts";
+import { ownCopy } from "../runtime/json.ts";
 import { INVISIBLE, UNPRINTABLE, unicodeEscapes } from "../runtime/unprintable.ts";
 
 /**

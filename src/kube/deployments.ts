@@ -12,8 +12,14 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
-import { Interner, internFields, SharedObjects, shareEqualString, shareFrom } from "../runtime/interner.ts";
-import { isRecord } from "../runtime/json.ts";
+import {
+  Interner,
+  internFields,
+  isRecord,
+  SharedObjects,
+  shareEqualString,
+  shareFrom,
+} from "../runtime/json.ts";
 import {
   type CustomResourceKind,
   CustomResources,

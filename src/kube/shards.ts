@@ -7,8 +7,7 @@
 
 import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
-import { Interner } from "../runtime/interner.ts";
-import { isRecord } from "../runtime/json.ts";
+import { Interner, isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import {
   decodeInheritance,

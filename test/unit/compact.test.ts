@@ -9,7 +9,7 @@ import {
   SharedObjects,
   shareEqualString,
   shareFrom,
-} from "../../src/runtime/interner.ts";
+} from "../../src/runtime/json.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../../src/runtime/one-or-many.ts";
 import {
   type Identified,
