@@ -15,7 +15,7 @@
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/claims.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/one-or-many.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/compact.ts";
 import { CustomResources } from "./custom-resources.ts";
 import {
   DEPLOYMENTS,

@@ -8,8 +8,8 @@
 import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { CacheIndexes } from "../runtime/compact.ts";
 import { isRecord, keepEqualStrings } from "../runtime/json.ts";
-import { CacheIndexes } from "../runtime/one-or-many.ts";
 import { GoneError, KubeApiError } from "./errors.ts";
 import {
   collectInitialEvent,

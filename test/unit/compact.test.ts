@@ -2,6 +2,23 @@
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
 import {
+  addItem,
+  type Identified,
+  itemsOf,
+  type OneOrMany,
+  type PackedRecord,
+  packRecord,
+  REF,
+  removeItem,
+  SHAPE_MAX_CHARS,
+  SHAPE_MAX_KEYS,
+  SHAPES_KEPT,
+  SHARED_VALUES_KEPT,
+  Shapes,
+  SharedValues,
+  unpackRecord,
+} from "../../src/runtime/compact.ts";
+import {
   Interner,
   internFields,
   keepEqualStrings,
@@ -10,20 +27,6 @@ import {
   shareEqualString,
   shareFrom,
 } from "../../src/runtime/json.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../../src/runtime/one-or-many.ts";
-import {
-  type Identified,
-  type PackedRecord,
-  packRecord,
-  REF,
-  SHAPE_MAX_CHARS,
-  SHAPE_MAX_KEYS,
-  SHAPES_KEPT,
-  SHARED_VALUES_KEPT,
-  Shapes,
-  SharedValues,
-  unpackRecord,
-} from "../../src/runtime/packed-record.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
 const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;

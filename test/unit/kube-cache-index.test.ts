@@ -3,7 +3,7 @@
 // few objects concerned, at any cache size.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CacheIndexes } from "../../src/runtime/one-or-many.ts";
+import { CacheIndexes } from "../../src/runtime/compact.ts";
 
 interface Item {
   names: string[];

@@ -13,7 +13,7 @@ import {
   type ShardObject,
 } from "../../src/kube/shards.ts";
 import { claimOf, connectionKeyOf } from "../../src/reconcile/claims.ts";
-import { CacheIndexes } from "../../src/runtime/one-or-many.ts";
+import { CacheIndexes } from "../../src/runtime/compact.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { asksPass, shardInputsChanged } from "../../src/sharding/sharder-loop.ts";
 

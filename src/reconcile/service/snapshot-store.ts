@@ -9,15 +9,18 @@
  */
 
 import type { Clock } from "../../runtime/clock.ts";
-import { NameFilter } from "../../runtime/name-filter.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../../runtime/one-or-many.ts";
 import {
+  addItem,
+  itemsOf,
+  type OneOrMany,
   type PackedRecord,
   packRecord,
+  removeItem,
   Shapes,
   SharedValues,
   unpackRecord,
-} from "../../runtime/packed-record.ts";
+} from "../../runtime/compact.ts";
+import { NameFilter } from "../../runtime/name-filter.ts";
 import type { Deployment } from "../service-types.ts";
 import { entryAnswers, type ListingState, listedWithin, listingAnswers } from "./freshness.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
