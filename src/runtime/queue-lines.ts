@@ -109,7 +109,12 @@ export function newRecord(key: string, seen: number): KeyRecord {
 
 /** Whether a record holds nothing the queue must keep (it may be dropped). */
 export function isIdle(record: KeyRecord): boolean {
-  return record.state === IDLE && record.delayAt === -1 && record.spreadAt === -1;
+  return record.state === IDLE && !isScheduled(record);
+}
+
+/** Whether a record has a delayed add or a spread's moment to come (queue-schedules.ts). */
+export function isScheduled(record: KeyRecord): boolean {
+  return record.delayAt !== -1 || record.spreadAt !== -1;
 }
 
 const TICKETS = 0x3fffffff;

@@ -1,30 +1,14 @@
 /**
  * The work queue's records of keys (queue.ts): one per key while it is anywhere in the queue
- * (dropped when its run ends with nothing more to do), what schedules a key for later
- * (`addAfter`'s timers, the moments of `addSpread`), and each key's failures
- * (`addRateLimited`'s backoff). The contract is `WorkQueue`'s.
+ * (dropped when its run ends with nothing more to do), and each key's failures
+ * (`addRateLimited`'s backoff). What schedules a key for later is queue-schedules.ts's. The
+ * contract is `WorkQueue`'s.
  */
 import type { Backoff } from "./backoff.ts";
-import type { CancelTimer, Clock } from "./clock.ts";
-import { IDLE, isIdle, type KeyRecord, type Line, NO_LINE, newRecord, READY, RESYNC } from "./queue-lines.ts";
+import { IDLE, isIdle, type KeyRecord, NO_LINE, newRecord, READY } from "./queue-lines.ts";
 
-/**
- * How many moments {@link KeyRecords.spread} cuts a spread into: one timer and one array of keys
- * per moment, rather than a timer per key.
- */
-export const SPREAD_MOMENTS = 32;
-
-/** What {@link KeyRecords} is told of the queue. Times are the queue's (ms since it started). */
-export interface KeyRecordsOptions {
-  clock: Pick<Clock, "setTimer">;
-  now: () => number;
-  /** Makes a record ready in `line` (a delayed add or a spread's moment come due). */
-  ready: (record: KeyRecord, line: Line) => void;
-}
-
-/** The records of the queue's keys, and their schedules. */
+/** The records of the queue's keys. */
 export class KeyRecords {
-  readonly #o: KeyRecordsOptions;
   /**
    * Each key's record, kept while the key is anywhere in the queue: dropped when its run ends
    * with nothing more to do ({@link release}), or by a sweep once idle and not added lately (see
@@ -34,16 +18,8 @@ export class KeyRecords {
   /** The sweep generation, and the number of records over which a record added sweeps. */
   #seen = 0;
   #sweepAbove = 1024;
-  /** Within `spread`: its keys are the pass's (no sweep while they are added). */
-  #spreading = false;
-  /** The timers of spreads not yet come due. */
-  readonly #spreads = new Set<CancelTimer>();
-  /** Keys scheduled for later: a delayed add's or a spread's. */
-  scheduled = 0;
-
-  constructor(options: KeyRecordsOptions) {
-    this.#o = options;
-  }
+  /** Within `pass`: its keys are the pass's (no sweep while they are added). */
+  #inPass = false;
 
   /** How many keys have a record. */
   get size(): number {
@@ -59,7 +35,7 @@ export class KeyRecords {
   record(key: string): KeyRecord {
     let record = this.#records.get(key);
     if (!record) {
-      if (this.#records.size >= this.#sweepAbove && !this.#spreading) this.#sweep();
+      if (this.#records.size >= this.#sweepAbove && !this.#inPass) this.#sweep();
       record = newRecord(key, this.#seen);
       this.#records.set(key, record);
     }
@@ -76,100 +52,28 @@ export class KeyRecords {
     if (isIdle(record) && this.#records.get(record.key) === record) this.#records.delete(record.key);
   }
 
-  /** `WorkQueue.addAfter` for a positive delay. */
-  after(record: KeyRecord, delayMs: number, line: Line): void {
-    const at = this.#o.now() + delayMs;
-    if (this.#keepsSchedule(record, at)) return;
-    record.cancelDelay = this.#o.clock.setTimer(delayMs, () => {
-      this.unschedule(record);
-      this.#o.ready(record, line);
-    });
-    record.delayAt = at;
-    this.scheduled += 1;
-  }
-
-  /** `WorkQueue.addSpread`; a pass: the records of keys in neither it nor the passes before go. */
-  spread(keys: Iterable<string>, spreadMs: number, random: () => number): void {
+  /** Runs `add`, which makes the records of a pass's keys: a sweep first, none while they are added. */
+  pass(add: () => void): void {
     this.#sweep();
-    this.#spreading = true;
+    this.#inPass = true;
     try {
-      this.#spread(keys, spreadMs, random);
+      add();
     } finally {
-      this.#spreading = false;
-    }
-  }
-
-  #spread(keys: Iterable<string>, spreadMs: number, random: () => number): void {
-    const now = this.#o.now();
-    const stepMs = Math.max(0, spreadMs) / SPREAD_MOMENTS;
-    const moments: KeyRecord[][] = [];
-    for (const key of keys) {
-      const moment = Math.min(SPREAD_MOMENTS - 1, Math.floor(random() * SPREAD_MOMENTS));
-      const delayMs = Math.floor(moment * stepMs);
-      const record = this.record(key);
-      if (delayMs <= 0) {
-        this.#o.ready(record, RESYNC);
-        continue;
-      }
-      const at = now + delayMs;
-      if (this.#keepsSchedule(record, at)) continue;
-      record.spreadAt = at;
-      this.scheduled += 1;
-      let due = moments[moment];
-      if (!due) {
-        due = [];
-        moments[moment] = due;
-      }
-      due.push(record);
-    }
-    moments.forEach((due, moment) => {
-      const delayMs = Math.floor(moment * stepMs);
-      const at = now + delayMs;
-      const cancel = this.#o.clock.setTimer(delayMs, () => {
-        this.#spreads.delete(cancel);
-        for (const record of due) if (record.spreadAt === at) this.#o.ready(record, RESYNC);
-      });
-      this.#spreads.add(cancel);
-    });
-  }
-
-  /** Drops the record's delayed add or spread's moment, if any. */
-  unschedule(record: KeyRecord): void {
-    if (record.spreadAt !== -1) {
-      record.spreadAt = -1;
-      this.scheduled -= 1;
-    }
-    if (record.delayAt === -1) return;
-    record.cancelDelay?.();
-    record.cancelDelay = undefined;
-    record.delayAt = -1;
-    this.scheduled -= 1;
-  }
-
-  /** At shut-down: every schedule cancelled, no key ready or dirty, the records of idle keys dropped. */
-  clear(): void {
-    for (const cancel of this.#spreads) cancel();
-    this.#spreads.clear();
-    for (const [key, record] of this.#records) {
-      this.unschedule(record);
-      record.dirty = NO_LINE;
-      if (record.state === READY) record.state = IDLE;
-      if (record.state === IDLE) this.#records.delete(key);
+      this.#inPass = false;
     }
   }
 
   /**
-   * The earliest-wins rule of `addAfter` and `addSpread`: true when the key is ready, due again
-   * after its run, or scheduled no later than `at` (a new schedule at `at` changes nothing);
-   * otherwise its later schedule, a timer or a spread's moment, is dropped for the caller's sooner
-   * one (the moment then passes the key by).
+   * At shut-down: `unschedule` called with each record, no key ready or dirty, the records of idle
+   * keys dropped.
    */
-  #keepsSchedule(record: KeyRecord, at: number): boolean {
-    if (record.state === READY || record.dirty !== NO_LINE) return true;
-    if (record.delayAt !== -1 && record.delayAt <= at) return true;
-    if (record.spreadAt !== -1 && record.spreadAt <= at) return true;
-    this.unschedule(record);
-    return false;
+  clear(unschedule: (record: KeyRecord) => void): void {
+    for (const [key, record] of this.#records) {
+      unschedule(record);
+      record.dirty = NO_LINE;
+      if (record.state === READY) record.state = IDLE;
+      if (record.state === IDLE) this.#records.delete(key);
+    }
   }
 
   /**

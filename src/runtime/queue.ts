@@ -10,6 +10,7 @@ import {
   FOLLOW_UP,
   FRESH,
   IN_FLIGHT,
+  isScheduled,
   type KeyRecord,
   type Line,
   NO_LINE,
@@ -17,9 +18,9 @@ import {
   RESYNC,
 } from "./queue-lines.ts";
 import { KeyedBackoff, KeyRecords } from "./queue-records.ts";
+import { KeySchedules } from "./queue-schedules.ts";
 
 export type { FlowOf, KeyFlow } from "./queue-flows.ts";
-export { SPREAD_MOMENTS } from "./queue-records.ts";
 
 /**
  * Hooks the queue calls so a metrics layer can observe it without the queue knowing Prometheus.
@@ -48,17 +49,12 @@ export interface WorkQueueOptions {
   flowOf?: FlowOf;
   /** Keys of one flow (and of one part of a flow) in flight at once. Default: no cap. */
   maxPerFlow?: number;
-  /**
-   * A flow (or part) at its cap may borrow a worker no other flow could be handed a key for while
-   * its keys take less than this long in flight ({@link BORROW_MS}, see the class contract).
-   */
+  /** A flow (or part) at its cap borrows while its keys take less than this in flight ({@link BORROW_MS}). */
   borrowMs?: number;
   /**
-   * The seats (the controller's concurrency): at most this many keys in flight, a borrowed key that
-   * has run `borrowMs` not counted (reclaimed); a flow borrowing holds at most its fair share of
-   * them among the flows active lately (see the class contract). Given, more workers may call
-   * `get` than there are seats (those that take reclaimed seats). Default: no limit but the
-   * workers calling `get`.
+   * The seats (the controller's concurrency): at most this many keys in flight, reclaimed seats not
+   * counted, a borrowing flow's at most its fair share (see the class contract): more workers may
+   * call `get` than there are seats. Default: no limit but the workers calling `get`.
    */
   workers?: number;
 }
@@ -133,8 +129,9 @@ export class WorkQueue {
   readonly #metrics: QueueMetricsHooks;
   readonly #flowOf: FlowOf;
   readonly #flows: Flows;
-  /** Each key's record, and what schedules keys for later. */
-  readonly #records: KeyRecords;
+  /** Each key's record, and what schedules keys for later (entered only for a key that has one). */
+  readonly #records = new KeyRecords();
+  readonly #schedules: KeySchedules;
   /** Ready keys, in every line. */
   #ready = 0;
   #waiters: Array<(key: string | undefined) => void> = [];
@@ -158,7 +155,7 @@ export class WorkQueue {
       workers: options.workers,
       reclaimed: () => this.#handOut(),
     });
-    this.#records = new KeyRecords({
+    this.#schedules = new KeySchedules(this.#records, {
       clock,
       now: () => this.#now(),
       ready: (record, line) => this.#makeReady(record, line),
@@ -180,15 +177,15 @@ export class WorkQueue {
     const line = options.followUp ? FOLLOW_UP : options.resync ? RESYNC : FRESH;
     const record = this.#records.record(key);
     if (delayMs <= 0) this.#makeReady(record, line);
-    else this.#records.after(record, delayMs, line);
+    else this.#schedules.after(record, delayMs, line);
   }
 
   /**
    * Makes each of `keys` ready as a resync at a random moment of [0, `spreadMs`), one of
-   * {@link SPREAD_MOMENTS} evenly spaced ones, as `addAfter(key, offset)` would for each: a key
-   * ready already, or scheduled no later than its moment, keeps that; one scheduled later comes
-   * at its moment instead; one made ready, scheduled sooner or cancelled before its moment does not
-   * come again at it.
+   * `SPREAD_MOMENTS` (queue-schedules.ts) evenly spaced ones, as `addAfter(key, offset)` would for
+   * each: a key ready already, or scheduled no later than its moment, keeps that; one scheduled
+   * later comes at its moment instead; one made ready, scheduled sooner or cancelled before its
+   * moment does not come again at it.
    *
    * Why not `addAfter` per key: a timer per key cost ~570 bytes, alive for the whole spread
    * (5.4 MiB at 10,000 keys in a resync pass, long-lived enough to reach V8's old space and to
@@ -197,7 +194,7 @@ export class WorkQueue {
    */
   addSpread(keys: Iterable<string>, spreadMs: number, random: () => number = Math.random): void {
     if (this.#shuttingDown) return;
-    this.#records.spread(keys, spreadMs, random);
+    this.#schedules.spread(keys, spreadMs, random);
   }
 
   /**
@@ -225,7 +222,7 @@ export class WorkQueue {
   /** Cancels a delayed add of `key` (for instance because the object was deleted). */
   cancel(key: string): void {
     const record = this.#records.get(key);
-    if (record) this.#records.unschedule(record);
+    if (record) this.#schedules.unschedule(record);
   }
 
   /**
@@ -275,7 +272,7 @@ export class WorkQueue {
   shutDown(): void {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
-    this.#records.clear();
+    this.#schedules.clear();
     this.#ready = 0;
     this.#flows.clear();
     for (const waiter of this.#waiters) waiter(undefined);
@@ -325,7 +322,7 @@ export class WorkQueue {
 
   /** Keys currently scheduled for later. */
   get delayedCount(): number {
-    return this.#records.scheduled;
+    return this.#schedules.scheduled;
   }
 
   /** Work in flight: summed and longest age in seconds (client-go's unfinished-work gauges). */
@@ -346,7 +343,7 @@ export class WorkQueue {
   #makeReady(record: KeyRecord, line: Line): void {
     if (this.#shuttingDown) return;
     this.#metrics.added?.();
-    this.#records.unschedule(record);
+    if (isScheduled(record)) this.#schedules.unschedule(record);
     if (record.state === IN_FLIGHT) {
       record.dirty = Math.max(line, record.dirty) as Line;
       return;

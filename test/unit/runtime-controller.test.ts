@@ -7,7 +7,7 @@ import {
   ReconcileTimeoutError,
   TerminalError,
 } from "../../src/runtime/controller.ts";
-import { SPREAD_MOMENTS } from "../../src/runtime/queue.ts";
+import { SPREAD_MOMENTS } from "../../src/runtime/queue-schedules.ts";
 import { LogCapture } from "../support/logs.ts";
 import { countingClock } from "../support/manual-clock.ts";
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Backoff, spread } from "../../src/runtime/backoff.ts";
-import { SPREAD_MOMENTS, WorkQueue } from "../../src/runtime/queue.ts";
+import { WorkQueue } from "../../src/runtime/queue.ts";
+import { SPREAD_MOMENTS } from "../../src/runtime/queue-schedules.ts";
 import { countingClock } from "../support/manual-clock.ts";
 
 beforeEach(() => {
