@@ -44,7 +44,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
 import { inTurns } from "../runtime/in-turns.ts";
 import type { FlowOf, KeyFlow } from "../runtime/queue.ts";
-import { parseObjectKey } from "../runtime/queue-lines.ts";
+import { parseObjectKey } from "../runtime/queue-records.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
 export interface DefaultConnectionSelector {

@@ -10,7 +10,7 @@ import type { ConnectionId } from "../crd/connection-ref.ts";
 import type { ConnectionSpec } from "../crd/connection-schema.ts";
 import type { Failure } from "../crd/kstatus.ts";
 import type { SecretRead, SecretsPort } from "../reconcile/ports.ts";
-import type { ObjectRef } from "../runtime/queue-lines.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 import {
   apiKeyFrom,
   apiKeySecretOf,

@@ -16,7 +16,7 @@ import {
 } from "../crd/connection-schema.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
 import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
-import type { ObjectRef } from "../runtime/queue-lines.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 
 /**
  * A connection's `spec.rolloutWindows` as its resources inherit them, binding under

@@ -11,7 +11,7 @@ import {
   type ConnectionKind,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-lines.ts";
+import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-records.ts";
 
 /** `spec.connectionRef` of a Deployment resource. */
 export interface ConnectionRef {

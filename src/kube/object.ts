@@ -14,7 +14,7 @@ import {
 } from "../crd/schema.ts";
 import { keptAnnotationValue } from "../reconcile/inputs.ts";
 import { isRecord } from "../runtime/json.ts";
-import { type ObjectRef, objectKey } from "../runtime/queue-lines.ts";
+import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 import { NotFoundError } from "./errors.ts";
 

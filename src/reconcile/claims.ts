@@ -13,7 +13,7 @@ import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/connecti
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
-import { keyOfMeta } from "../runtime/queue-lines.ts";
+import { keyOfMeta } from "../runtime/queue-records.ts";
 import type { ResourcePort, StoredResource } from "./ports.ts";
 
 /**

@@ -22,7 +22,7 @@ import {
 } from "../crd/schema.ts";
 import { parseDuration } from "../duration.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { objectKey } from "../runtime/queue-lines.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
 import type { ForgeRepos, SecretsPort } from "./ports.ts";
 import { SecretBudget, utf8Bytes } from "./secret-budget.ts";

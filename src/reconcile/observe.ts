@@ -15,7 +15,7 @@ import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/map
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { flagDuration } from "../duration.ts";
-import { objectKey } from "../runtime/queue-lines.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import { claimedName } from "./claims.ts";
 import {
   inlineSecrets,

@@ -9,7 +9,7 @@
 
 import type { LogPage, LogQuery } from "../api/revision-logs.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
-import type { ObjectRef } from "../runtime/queue-lines.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 import type { ReadAhead } from "./service/id-batches.ts";
 import type {
   CreateDeploymentBody,

@@ -17,7 +17,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../runtime/controller.ts";
 import { changedStatusFields } from "../runtime/json.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
-import { parseObjectKey } from "../runtime/queue-lines.ts";
+import { parseObjectKey } from "../runtime/queue-records.ts";
 import { connectionKeyOf, holderOf } from "./claims.ts";
 import { cleanup, deletesOnService, heldDeletion } from "./cleanup.ts";
 import { conclude, evidenceAt, settle } from "./conclude.ts";

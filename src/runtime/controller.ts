@@ -12,7 +12,7 @@ import { type Clock, DeferredError, followSignal, systemClock, withinDeadline } 
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
-import { parseObjectKey } from "./queue-lines.ts";
+import { parseObjectKey } from "./queue-records.ts";
 
 // Beside the deadline it answers, where a wait inside a reconcile (api/budgets.ts) finds it without the controller.
 export { DeferredError };

@@ -9,7 +9,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import { type DestinationStream, type Logger, pino } from "pino";
-import { parseObjectKey } from "./queue-lines.ts";
+import { parseObjectKey } from "./queue-records.ts";
 import { escapeAsUnicode } from "./unprintable.ts";
 
 /** Accepted `--log-format` values. */

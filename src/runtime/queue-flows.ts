@@ -18,7 +18,7 @@ import {
   READY,
   RESYNC,
   type Seats,
-} from "./queue-lines.ts";
+} from "./queue-records.ts";
 
 /**
  * Whose work a key is (API Priority and Fairness's flow): `flow` (a tenant, say), and within it,

@@ -5,8 +5,7 @@
  * contract is `WorkQueue`'s.
  */
 import type { CancelTimer, Clock } from "./clock.ts";
-import { type KeyRecord, type Line, NO_LINE, READY, RESYNC } from "./queue-lines.ts";
-import type { KeyRecords } from "./queue-records.ts";
+import { type KeyRecord, type KeyRecords, type Line, NO_LINE, READY, RESYNC } from "./queue-records.ts";
 
 /**
  * How many moments {@link KeySchedules.spread} cuts a spread into: one timer and one array of keys

@@ -11,13 +11,14 @@ import {
   FRESH,
   IN_FLIGHT,
   isScheduled,
+  KeyedBackoff,
   type KeyRecord,
+  KeyRecords,
   type Line,
   NO_LINE,
   READY,
   RESYNC,
-} from "./queue-lines.ts";
-import { KeyedBackoff, KeyRecords } from "./queue-records.ts";
+} from "./queue-records.ts";
 import { KeySchedules } from "./queue-schedules.ts";
 
 export type { FlowOf, KeyFlow } from "./queue-flows.ts";

@@ -3,7 +3,7 @@
  * the share {@link RingMoves} looks at, and each change of one of them makes it look again at the
  * resources of that one's claim.
  */
-import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
+import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-records.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "./labels.ts";
 import { createdSeconds } from "./pass.ts";
 import type { RingMoves } from "./ring-moves.ts";

@@ -4,7 +4,7 @@
  * choose, write, holds: see {@link Sharder}) speak these.
  */
 
-import { keyOfMeta } from "../runtime/queue-lines.ts";
+import { keyOfMeta } from "../runtime/queue-records.ts";
 import type { ShardLabels } from "./assignment.ts";
 import type { RingChoice } from "./ring-choices.ts";
 

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
-import { keyOfMeta, parseObjectKey } from "../runtime/queue-lines.ts";
+import { keyOfMeta, parseObjectKey } from "../runtime/queue-records.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, handoverTo, mayLetGo, OWNER_LABEL } from "./labels.ts";
 import { FENCE_MARGIN_MS, ShardMember } from "./member.ts";

@@ -7,7 +7,7 @@ import type { Registry } from "prom-client";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import type { Runnable } from "../runtime/manager.ts";
-import type { ObjectRef } from "../runtime/queue-lines.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 import type { ClusterUsers } from "./cluster-users.ts";
 import type { EarlyListing, InheritPort } from "./heirs.ts";
 import type { LabelPolicyReading } from "./label-policy.ts";

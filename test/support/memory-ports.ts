@@ -49,7 +49,7 @@ import {
   type ServiceSessionOptions,
   type Sessions,
 } from "../../src/reconcile/service/session.ts";
-import { objectKey, parseObjectKey } from "../../src/runtime/queue-lines.ts";
+import { objectKey, parseObjectKey } from "../../src/runtime/queue-records.ts";
 import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
 import { parseLogsQuery } from "../../src/simulator/logs.ts";
 import { parseListQuery } from "../../src/simulator/query.ts";

@@ -16,7 +16,7 @@ import { ConflictError } from "../../src/kube/errors.ts";
 import { Controller } from "../../src/runtime/controller.ts";
 import { inTurns } from "../../src/runtime/in-turns.ts";
 import { WorkQueue } from "../../src/runtime/queue.ts";
-import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
+import type { ObjectRef } from "../../src/runtime/queue-records.ts";
 import { CONNECTION_CHECKS_PER_NAMESPACE, CONNECTION_CONCURRENCY } from "../../src/wiring/operator-config.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

@@ -23,7 +23,7 @@ import type { ConnectionObject } from "../../src/kube/connections.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { ServiceSession } from "../../src/reconcile/service/session.ts";
-import { objectKey } from "../../src/runtime/queue-lines.ts";
+import { objectKey } from "../../src/runtime/queue-records.ts";
 import { SELF_SIGNED } from "../contract/client-tls-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { MemorySecrets, ResourceConflict, SimulatedService } from "../support/memory-ports.ts";

@@ -199,7 +199,7 @@ describe("reading imports", () => {
       "../../src/version.ts",
       "../../src/runtime/backoff.ts",
       "../../src/runtime/clock.ts",
-      "../../src/runtime/queue-lines.ts",
+      "../../src/runtime/queue-records.ts",
       "../../src/runtime/queue.ts",
       "../../src/runtime/shared-call.ts",
     ]);

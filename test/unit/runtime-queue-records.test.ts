@@ -1,12 +1,12 @@
 /**
- * The work queue's records and lines (queue-lines.ts, queue-records.ts): a line's stale entries
+ * The work queue's records and lines (queue-records.ts): a line's stale entries
  * are skipped and compacted away in order, and a record that holds anything (a schedule, a key
  * in flight) outlives the sweeps of the passes it is not in, while one whose run ended with
  * nothing more to do is dropped at once.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { WorkQueue } from "../../src/runtime/queue.ts";
-import { type KeyRecord, newRecord, READY, RecordLine } from "../../src/runtime/queue-lines.ts";
+import { type KeyRecord, newRecord, READY, RecordLine } from "../../src/runtime/queue-records.ts";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 0 });

@@ -8,7 +8,7 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { Action } from "../../src/runtime/controller.ts";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
-import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
+import type { ObjectRef } from "../../src/runtime/queue-records.ts";
 import { heirOf } from "../../src/sharding/inheritance.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ringOf } from "../../src/sharding/moving-by.ts";
