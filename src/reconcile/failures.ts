@@ -30,7 +30,8 @@ import { isServiceError, RequestValidationError, type ServiceError } from "../ap
 import { redactAndTruncate } from "../api/redact.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
-import { DeferredError, TerminalError } from "../runtime/controller.ts";
+import { DeferredError } from "../runtime/clock.ts";
+import { TerminalError } from "../runtime/reconcile-errors.ts";
 import type { PlanProblem } from "./plan.ts";
 import { REASON, type SyncOutcome } from "./reasons.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";

@@ -9,32 +9,10 @@ import { pino } from "pino";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, DeferredError, followSignal, systemClock, withinDeadline } from "./clock.ts";
-import { inReconcile, reconcileFields } from "./log.ts";
+import { inReconcile } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
-import { parseObjectKey } from "./queue-records.ts";
-
-// Beside the deadline it answers, where a wait inside a reconcile (api/budgets.ts) finds it without the controller.
-export { DeferredError };
-
-/**
- * An error that cannot succeed by retrying (a rejected spec, say): the key is not requeued and
- * waits for the next change of the object or pass. Throw it from a reconciler; `said`: its
- * reconciler logged it already (once, not at each pass that finds it again): not logged here.
- */
-export class TerminalError extends Error {
-  override readonly name = "TerminalError";
-  readonly said: boolean;
-  constructor(message: string, said = false) {
-    super(message);
-    this.said = said;
-  }
-}
-
-/** Aborts a reconcile's signal when it ran longer than the controller's reconcile timeout. */
-export class ReconcileTimeoutError extends Error {
-  override readonly name = "ReconcileTimeoutError";
-}
+import { ReconcileTimeoutError, scheduleAfterError } from "./reconcile-errors.ts";
 
 /**
  * What a reconcile asks the controller to do next (kube-rs's `Action`), one of:
@@ -61,7 +39,7 @@ export const Action = {
 
 /**
  * Reconciles one key. Must be level-based (re-read the object), must honour `signal` (it aborts
- * on timeout and when leadership is lost), and may throw: {@link TerminalError} means no retry;
+ * on timeout and when leadership is lost), and may throw: `TerminalError` (reconcile-errors.ts) means no retry;
  * an error with a numeric `retryAfterMs` property delays the retry at least that long (HTTP 429);
  * any other error is retried with per-key exponential backoff.
  */
@@ -73,7 +51,7 @@ export type ReconcileOutcome = "success" | "error" | "requeue" | "requeue_after"
 /** Hooks for controller metrics; `metrics.ts` provides an implementation. All optional. */
 export interface ControllerMetricsHooks {
   reconciled?(outcome: ReconcileOutcome, seconds: number): void;
-  /** An error was returned by a reconcile; `terminal` when it was a {@link TerminalError}. */
+  /** An error was returned by a reconcile; `terminal` when it was a `TerminalError`. */
   errored?(terminal: boolean): void;
   activeWorkers?(count: number): void;
   maxConcurrent?(count: number): void;
@@ -324,7 +302,14 @@ export class Controller implements Runnable {
       const outcome = this.#scheduleAfterSuccess(queue, key, result);
       this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } catch (error) {
-      this.#scheduleAfterError(queue, key, error, halt.aborted);
+      const errored = (terminal: boolean) => this.#metrics.errored?.(terminal);
+      const { flowOf } = this.#opts;
+      scheduleAfterError(
+        { queue, log: this.#log, flowOf, deferred: this.#deferred, errored },
+        key,
+        error,
+        halt.aborted,
+      );
       const outcome = error instanceof DeferredError ? "requeue_after" : "error";
       this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } finally {
@@ -355,46 +340,4 @@ export class Controller implements Runnable {
       });
     return "success";
   }
-
-  #scheduleAfterError(queue: WorkQueue, key: string, error: unknown, halted: boolean): void {
-    if (error instanceof DeferredError && !halted) {
-      // Not a failure: the worker was given back; the key comes again when its wait is over.
-      queue.addAfter(key, Math.max(0, error.afterMs), { followUp: true });
-      const keyFlow = this.#opts.flowOf?.(key);
-      this.#deferred.set(key, keyFlow?.label ?? keyFlow?.flow ?? "");
-      this.#reconcileLog(key).debug({ afterMs: error.afterMs }, error.message);
-      return;
-    }
-    const terminal = error instanceof TerminalError;
-    this.#metrics.errored?.(terminal);
-    if (halted) {
-      // Leadership lost or shutdown deadline: the abort is ours, not the reconcile's failure.
-      this.#reconcileLog(key).warn("reconcile abandoned");
-      return;
-    }
-    if (terminal) {
-      queue.forget(key);
-      if (!error.said)
-        this.#reconcileLog(key).error({ err: error }, "reconcile failed terminally; waiting for a change");
-      return;
-    }
-    const delay = queue.addRateLimited(key, retryAfterMs(error));
-    this.#reconcileLog(key).error(
-      { err: error, retryInMs: delay, failures: queue.numRequeues(key) },
-      "reconcile failed",
-    );
-  }
-
-  /** The controller's logger bound to `key`'s reconcile (its id too, whatever logger was given). */
-  #reconcileLog(key: string): Logger {
-    const fields = reconcileFields();
-    const { namespace, name } = fields ?? parseObjectKey(key);
-    return this.#log.child({ namespace, name, ...(fields ? { reconcileID: fields.reconcileID } : {}) });
-  }
-}
-
-function retryAfterMs(error: unknown): number {
-  if (typeof error !== "object" || error === null || !("retryAfterMs" in error)) return 0;
-  const value = error.retryAfterMs;
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
 }

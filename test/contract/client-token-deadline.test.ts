@@ -9,8 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
-import { withinDeadline } from "../../src/runtime/clock.ts";
-import { DeferredError } from "../../src/runtime/controller.ts";
+import { DeferredError, withinDeadline } from "../../src/runtime/clock.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

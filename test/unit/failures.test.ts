@@ -6,7 +6,8 @@ import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/reasons.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
-import { DeferredError, TerminalError } from "../../src/runtime/controller.ts";
+import { DeferredError } from "../../src/runtime/clock.ts";
+import { TerminalError } from "../../src/runtime/reconcile-errors.ts";
 
 const SECRET = "s3cr3t-value-that-must-never-show";
 

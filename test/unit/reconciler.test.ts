@@ -20,7 +20,8 @@ import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/rec
 import type { SessionLookup } from "../../src/reconcile/service/session.ts";
 import type { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
-import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
+import type { ReconcileResult } from "../../src/runtime/controller.ts";
+import { ReconcileTimeoutError, TerminalError } from "../../src/runtime/reconcile-errors.ts";
 import type { Timing } from "../../src/simulator/record.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";

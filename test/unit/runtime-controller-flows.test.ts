@@ -4,13 +4,8 @@
  * (deadline.ts), and the report of keys long waiting at a slow flow's cap.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { currentDeadline } from "../../src/runtime/clock.ts";
-import {
-  Controller,
-  type ControllerOptions,
-  DeferredError,
-  type ReconcileResult,
-} from "../../src/runtime/controller.ts";
+import { currentDeadline, DeferredError } from "../../src/runtime/clock.ts";
+import { Controller, type ControllerOptions, type ReconcileResult } from "../../src/runtime/controller.ts";
 import type { KeyFlow } from "../../src/runtime/queue.ts";
 
 beforeEach(() => {

@@ -1,13 +1,8 @@
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import {
-  Controller,
-  type ControllerOptions,
-  type ReconcileResult,
-  ReconcileTimeoutError,
-  TerminalError,
-} from "../../src/runtime/controller.ts";
+import { Controller, type ControllerOptions, type ReconcileResult } from "../../src/runtime/controller.ts";
 import { SPREAD_MOMENTS } from "../../src/runtime/queue-schedules.ts";
+import { ReconcileTimeoutError, TerminalError } from "../../src/runtime/reconcile-errors.ts";
 import { LogCapture } from "../support/logs.ts";
 import { countingClock } from "../support/manual-clock.ts";
 
