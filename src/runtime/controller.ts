@@ -13,6 +13,7 @@ import { inReconcile } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
 import { ReconcileTimeoutError, scheduleAfterError } from "./reconcile-errors.ts";
+import { reportWaiting, type WaitingReport } from "./waiting-report.ts";
 
 /**
  * What a reconcile asks the controller to do next (kube-rs's `Action`), one of:
@@ -86,13 +87,8 @@ export interface ControllerOptions {
   maxPerFlow?: number;
   /** A flow at its cap borrows idle workers while its reconciles end sooner (queue.ts's `borrowMs`). */
   borrowMs?: number;
-  /**
-   * Called every `afterMs` with the keys that have waited longer than that at their flow's cap, in
-   * a flow whose reconciles lately took `slowMs` or more each (or one has run that long), not told
-   * yet in this wait (told once): a flow held back is reported, not silently starved; `waits(key)`
-   * answers, at the report's write, whether the key still waits. Default none.
-   */
-  waiting?: { afterMs: number; slowMs: number; report(keys: string[], waits: WorkQueue["isReady"]): void };
+  /** The report of keys held back at their flow's cap (waiting-report.ts). Default none. */
+  waiting?: WaitingReport;
   clock?: Clock;
   random?: () => number;
   metrics?: ControllerMetricsHooks;
@@ -214,7 +210,7 @@ export class Controller implements Runnable {
     this.#metrics.maxConcurrent?.(this.#concurrency);
     this.#metrics.observeInFlight?.(() => queue.inFlight());
     if (this.#opts.flowOf) this.#metrics.observeWaiting?.(() => this.#waiting(queue));
-    const stopReports = this.#reportWaiting(queue);
+    const stopReports = reportWaiting(queue, this.#opts.waiting, this.#clock, this.#log);
     const onStop = () => queue.shutDown();
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
@@ -231,35 +227,6 @@ export class Controller implements Runnable {
     for (const pass of this.#passes) pass.end();
     signal.removeEventListener("abort", onStop);
     this.#log.info("workers stopped");
-  }
-
-  /**
-   * Every `waiting.afterMs`, tells `waiting.report` the keys that have waited longer than that at
-   * their flow's cap and were not told yet in this wait (a key is told again only after it was
-   * handed out). Returns the stop.
-   */
-  #reportWaiting(queue: WorkQueue): () => void {
-    const waiting = this.#opts.waiting;
-    if (!waiting || !(waiting.afterMs > 0)) return () => {};
-    const told = new Set<string>();
-    let cancel = () => {};
-    const tick = () => {
-      const keys = queue.waitingSince(this.#clock.now() - waiting.afterMs, waiting.slowMs);
-      const fresh = keys.filter((key) => !told.has(key));
-      // A key no longer waiting was handed out (or dropped): its next wait is told again.
-      told.clear();
-      for (const key of keys) told.add(key);
-      if (fresh.length > 0) {
-        try {
-          waiting.report(fresh, (key) => queue.isReady(key));
-        } catch (error) {
-          this.#log.warn({ err: error }, "could not report the keys waiting for their flow's share");
-        }
-      }
-      if (!queue.shuttingDown) cancel = this.#clock.setTimer(waiting.afterMs, tick);
-    };
-    cancel = this.#clock.setTimer(waiting.afterMs, tick);
-    return () => cancel();
   }
 
   /** Per flow (or its parts' label), the keys waiting at its cap and those deferred (see `observeWaiting`). */
