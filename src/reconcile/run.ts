@@ -9,7 +9,7 @@
  * code for them.
  */
 import type { DesiredDeployment } from "../crd/mapping.ts";
-import type { ReconcileLog } from "../runtime/log.ts";
+import type { ReconcileLog } from "../runtime/controller.ts";
 import type { SecretsSeen } from "./inputs.ts";
 import type { ExternalRevision } from "./live-revision.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";

@@ -2,16 +2,20 @@
  * The controller loop: N workers take keys from a {@link WorkQueue} and call the reconciler,
  * turning its outcome into the next schedule (backoff on error, or the delay the outcome asks
  * for). controller-runtime's contract, service-agnostic. It schedules nothing on its own: the
- * periodic pass over every object is `ResyncedController`'s (resync.ts).
+ * periodic pass over every object is `ResyncedController`'s (resync.ts). As controller-runtime's
+ * does, it gives each reconcile its log's fields (`controller`, `namespace`, `name` and its own
+ * `reconcileID`, {@link inReconcile}) and what it logs through ({@link LazyReconcileLog}).
  */
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, DeferredError, followSignal, systemClock, withinDeadline } from "./clock.ts";
-import { inReconcile } from "./log.ts";
+import { currentReconcile, type ReconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
+import { parseObjectKey } from "./queue-records.ts";
 import { ReconcileTimeoutError, scheduleAfterError } from "./reconcile-errors.ts";
 import { reportWaiting, type WaitingReport } from "./waiting-report.ts";
 
@@ -306,5 +310,85 @@ export class Controller implements Runnable {
         resync: true,
       });
     return "success";
+  }
+}
+
+/**
+ * Runs `fn` as the reconcile of `key` by `controller`: lines logged within it, by any logger
+ * that `createLogger` (log.ts) made, carry the reconcile's fields and a new `reconcileID`.
+ */
+export function inReconcile<T>(controller: string, key: string, fn: () => T): T {
+  const { namespace, name } = parseObjectKey(key);
+  return currentReconcile.run(new ReconcileScope(controller, namespace, name), fn);
+}
+
+/**
+ * One reconcile's fields. Its id is drawn when first read: most reconciles log nothing, and a
+ * resync pass runs 10,000 of them.
+ */
+class ReconcileScope implements ReconcileFields {
+  readonly controller: string;
+  readonly namespace: string;
+  readonly name: string;
+  #id: string | undefined;
+
+  constructor(controller: string, namespace: string, name: string) {
+    this.controller = controller;
+    this.namespace = namespace;
+    this.name = name;
+  }
+
+  get reconcileID(): string {
+    this.#id ??= randomUUID();
+    return this.#id;
+  }
+}
+
+/** What a reconcile logs through: its lines carry the resource and the reconcile's id. */
+export interface ReconcileLog {
+  isLevelEnabled(level: "debug" | "info" | "warn"): boolean;
+  debug(fields: object, message: string): void;
+  info(message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/**
+ * A reconcile's logger, its child of `parent` made when a line is first written at a level
+ * `parent` writes. Most reconciles write nothing (a resync pass runs 10,000 of them), and a pino
+ * child serializes and redacts its bindings when it is made: garbage that lived as long as the
+ * reconcile, long enough for V8 to move it to its old space.
+ */
+export class LazyReconcileLog implements ReconcileLog {
+  readonly #parent: Logger;
+  readonly #bindings: () => Record<string, unknown>;
+  #child: Logger | undefined;
+
+  constructor(parent: Logger, bindings: () => Record<string, unknown>) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+  }
+
+  isLevelEnabled(level: "debug" | "info" | "warn"): boolean {
+    return this.#parent.isLevelEnabled(level);
+  }
+
+  debug(fields: object, message: string): void {
+    if (this.#parent.isLevelEnabled("debug")) this.#log().debug(fields, message);
+  }
+
+  info(fieldsOrMessage: object | string, message?: string): void {
+    if (!this.#parent.isLevelEnabled("info")) return;
+    if (typeof fieldsOrMessage === "string") this.#log().info(fieldsOrMessage);
+    else this.#log().info(fieldsOrMessage, message);
+  }
+
+  warn(fields: object, message: string): void {
+    if (this.#parent.isLevelEnabled("warn")) this.#log().warn(fields, message);
+  }
+
+  #log(): Logger {
+    this.#child ??= this.#parent.child(this.#bindings());
+    return this.#child;
   }
 }

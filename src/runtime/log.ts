@@ -7,9 +7,7 @@
  * per reconcile, so its lines can be found together), whichever component wrote it.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomUUID } from "node:crypto";
 import { type DestinationStream, type Logger, pino } from "pino";
-import { parseObjectKey } from "./queue-records.ts";
 import { escapeAsUnicode } from "./unprintable.ts";
 
 /** Accepted `--log-format` values. */
@@ -25,50 +23,23 @@ export interface ReconcileFields {
   reconcileID: string;
 }
 
-const current = new AsyncLocalStorage<ReconcileFields>();
-
 /**
- * Runs `fn` as the reconcile of `key` by `controller`: lines logged within it, by any logger
- * that {@link createLogger} made, carry the reconcile's fields and a new `reconcileID`.
+ * The fields of the reconcile under way, in its async context: the controller runs each reconcile
+ * in its own (`inReconcile`, controller.ts), and every line logged within it carries them.
  */
-export function inReconcile<T>(controller: string, key: string, fn: () => T): T {
-  const { namespace, name } = parseObjectKey(key);
-  return current.run(new ReconcileScope(controller, namespace, name), fn);
-}
-
-/**
- * One reconcile's fields. Its id is drawn when first read: most reconciles log nothing, and a
- * resync pass runs 10,000 of them.
- */
-class ReconcileScope implements ReconcileFields {
-  readonly controller: string;
-  readonly namespace: string;
-  readonly name: string;
-  #id: string | undefined;
-
-  constructor(controller: string, namespace: string, name: string) {
-    this.controller = controller;
-    this.namespace = namespace;
-    this.name = name;
-  }
-
-  get reconcileID(): string {
-    this.#id ??= randomUUID();
-    return this.#id;
-  }
-}
+export const currentReconcile = new AsyncLocalStorage<ReconcileFields>();
 
 /**
  * Runs `fn` outside any reconcile's fields: for a line about a whole connection written from
  * inside one resource's reconcile, which must not name that resource.
  */
 export function outsideReconcile<T>(fn: () => T): T {
-  return current.exit(fn);
+  return currentReconcile.exit(fn);
 }
 
 /** The fields of the reconcile under way in this async context, if any. */
 export function reconcileFields(): ReconcileFields | undefined {
-  return current.getStore();
+  return currentReconcile.getStore();
 }
 
 /** Options of {@link createLogger}. */
@@ -118,7 +89,7 @@ export function createLogger(options: LoggerOptions): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       ...(options.redact ? { redact: { paths: [...options.redact], censor: CENSOR } } : {}),
       mixin: (_object, _level, logger) => {
-        const fields = current.getStore();
+        const fields = currentReconcile.getStore();
         if (fields === undefined) return {};
         const bound = logger.bindings();
         const extra: Partial<ReconcileFields> = {};
@@ -217,53 +188,4 @@ export function formatConsoleLine(record: Record<string, unknown>): string {
   }
   if (stack !== undefined) text += `\n    ${stack.split("\n").map(escapeAsUnicode).join("\n    ")}`;
   return `${text}\n`;
-}
-
-/** What a reconcile logs through: its lines carry the resource and the reconcile's id. */
-export interface ReconcileLog {
-  isLevelEnabled(level: "debug" | "info" | "warn"): boolean;
-  debug(fields: object, message: string): void;
-  info(message: string): void;
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-}
-
-/**
- * A reconcile's logger, its child of `parent` made when a line is first written at a level
- * `parent` writes. Most reconciles write nothing (a resync pass runs 10,000 of them), and a pino
- * child serializes and redacts its bindings when it is made: garbage that lived as long as the
- * reconcile, long enough for V8 to move it to its old space.
- */
-export class LazyReconcileLog implements ReconcileLog {
-  readonly #parent: Logger;
-  readonly #bindings: () => Record<string, unknown>;
-  #child: Logger | undefined;
-
-  constructor(parent: Logger, bindings: () => Record<string, unknown>) {
-    this.#parent = parent;
-    this.#bindings = bindings;
-  }
-
-  isLevelEnabled(level: "debug" | "info" | "warn"): boolean {
-    return this.#parent.isLevelEnabled(level);
-  }
-
-  debug(fields: object, message: string): void {
-    if (this.#parent.isLevelEnabled("debug")) this.#log().debug(fields, message);
-  }
-
-  info(fieldsOrMessage: object | string, message?: string): void {
-    if (!this.#parent.isLevelEnabled("info")) return;
-    if (typeof fieldsOrMessage === "string") this.#log().info(fieldsOrMessage);
-    else this.#log().info(fieldsOrMessage, message);
-  }
-
-  warn(fields: object, message: string): void {
-    if (this.#parent.isLevelEnabled("warn")) this.#log().warn(fields, message);
-  }
-
-  #log(): Logger {
-    this.#child ??= this.#parent.child(this.#bindings());
-    return this.#child;
-  }
 }

@@ -7,7 +7,8 @@ import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
 import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
 import { CreatePace, ServiceSession } from "../../src/reconcile/service/session.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";
-import { createLogger, inReconcile } from "../../src/runtime/log.ts";
+import { inReconcile } from "../../src/runtime/controller.ts";
+import { createLogger } from "../../src/runtime/log.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";
 
