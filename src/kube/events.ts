@@ -1,12 +1,9 @@
 /**
- * Kubernetes Events (`events.k8s.io/v1`) about Deployment resources, deduplicated the way
- * client-go's events broadcaster does it: a repeat of the same event updates the existing Event's
- * `series` instead of creating one more object for `kubectl describe` to scroll through.
- *
- * Writes are also limited per object, with client-go's EventCorrelator spam filter numbers: a
- * burst of 25 Events (creates and series patches alike) per object and source, then one more
- * every 5 minutes. Whatever a tenant makes its resource do, its Events cost the API server and
- * etcd at most that much; the records past it are dropped (a repeat still counts in its series).
+ * Kubernetes Events (`events.k8s.io/v1`) about Deployment resources, deduplicated as client-go's
+ * events broadcaster does (a repeat updates the Event's `series`, no new object for `kubectl
+ * describe` to scroll through), limited per object with client-go's spam filter numbers (a burst
+ * of 25 writes, then one every 5 minutes) and written in turns by namespace ({@link TurnGate}):
+ * whatever a tenant makes its resources do, its Events cost the API server and etcd that much.
  */
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
@@ -16,18 +13,10 @@ import { type CancelTimer, type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { collectionPath, itemPath, type KubeObject, type ResourceType, toMicroTime } from "./object.ts";
-import { TurnGate } from "./turn-gate.ts";
 
-/**
- * Event writes on the wire at once, of the client's 16 sockets: Events are written beside the
- * fair queue, and a namespace's thousand would otherwise hold the sockets every other
- * namespace's status writes wait for.
- */
+/** Event writes on the wire at once, of the client's 16 sockets, which status writes need too. */
 export const EVENT_WRITES_AT_ONCE = 4;
-/**
- * Event writes waiting in all, in turns by namespace; past it a record is dropped (said at debug),
- * the newest of the namespace waiting most when another namespace's needs its place (turn-gate.ts).
- */
+/** Event writes waiting in all, in turns by namespace; past it a record is dropped (said at debug). */
 export const EVENT_WRITES_WAITING = 1_000;
 
 /** The object an Event is about. `namespace` is `""` for a cluster-scoped object. */
@@ -41,9 +30,8 @@ export interface EventRegarding {
 }
 
 /**
- * What happened. `reason` and `action` are short CamelCase words; `note` is for humans, already
- * redacted of secret values: the recorder cuts it to {@link NOTE_LIMIT_BYTES}, and a value cut
- * in two would escape a redaction made afterwards.
+ * What happened (`reason`, `action`: CamelCase words); `note`, for humans, comes redacted: the
+ * recorder cuts it to {@link NOTE_LIMIT_BYTES}, and a value cut in two would escape a later redaction.
  */
 export type EventInput = EventNote;
 
@@ -83,15 +71,11 @@ interface Series {
 
 /** How long one Event write may take. */
 const EVENT_WRITE_TIMEOUT_MS = 10_000;
-
-/** The resource type `events.events.k8s.io`. */
 const EVENTS: ResourceType = { group: "events.k8s.io", version: "v1", plural: "events" };
 /** The `reportingController` of every Event the operator writes. */
 const REPORTING_CONTROLLER = "dms.dev/operator";
 
 /**
- * Writes `events.k8s.io/v1` Events about objects.
- *
  * Contract: `record` resolves once the Event is written or the write failed (failures are logged,
  * never thrown). The first occurrence of (object, type, reason, action, note) creates an Event; a
  * repeat within the window patches that Event's `series` (count, lastObservedTime); an Event that
@@ -113,17 +97,12 @@ export class KubeEventRecorder {
   readonly #spamBurst: number;
   readonly #spamRefillMs: number;
   /**
-   * Per object, in the order of last write (the least recently written is forgotten first), its
-   * bucket as one number: when it is full again, in ms from {@link #origin} (see {@link #allow}).
-   * A small integer, held in the map itself: no object and no boxed times for each of 4,096
-   * objects.
+   * Per object, least recently written first, its bucket as one number held in the map itself
+   * (when it is full again, in ms from {@link #origin}: see {@link #allow}): no object each.
    */
   readonly #allowances = new Map<string, number>();
   readonly #origin: number;
-  /**
-   * The next look for what an idle recorder still tracks in vain (see {@link #prune}): set once
-   * anything is tracked, gone once nothing is.
-   */
+  /** The next look for what an idle recorder still tracks in vain (see {@link #prune}), if any. */
   #pruning: CancelTimer | undefined;
 
   constructor(options: KubeEventRecorderOptions) {
@@ -149,10 +128,7 @@ export class KubeEventRecorder {
         return true;
       });
       if (written === undefined)
-        this.#log.debug(
-          { reason: input.reason, namespace: regarding.namespace, name: regarding.name },
-          "event dropped: too many events wait to be written",
-        );
+        this.#log.debug(logged(regarding, input), "event dropped: too many events wait to be written");
     });
     this.#pending.set(key, next);
     return next.finally(() => {
@@ -165,10 +141,7 @@ export class KubeEventRecorder {
     const series = this.#series.get(key);
     if (!this.#allow(regarding, now)) {
       if (series && now - series.lastObservedMs <= this.#windowMs) series.dropped += 1;
-      this.#log.debug(
-        { reason: event.reason, namespace: regarding.namespace, name: regarding.name },
-        "event dropped: the object's event budget is spent",
-      );
+      this.#log.debug(logged(regarding, event), "event dropped: the object's event budget is spent");
       return;
     }
     try {
@@ -184,10 +157,7 @@ export class KubeEventRecorder {
       this.#series.delete(key);
       this.#series.set(key, await this.#create(regarding, event, now));
     } catch (err) {
-      this.#log.warn(
-        { err, reason: event.reason, namespace: regarding.namespace, name: regarding.name },
-        "failed to record an event",
-      );
+      this.#log.warn({ err, ...logged(regarding, event) }, "failed to record an event");
     } finally {
       this.#forgetOlderThan(now - this.#windowMs);
       this.#pruning ??= this.#clock.setTimer(this.#windowMs + 1, () => this.#prune());
@@ -200,12 +170,10 @@ export class KubeEventRecorder {
   }
 
   /**
-   * Forgets, once a window passed since the last look (a repeat exactly a window on still joins
-   * its series), the series past the window and the objects whose bucket is full again: neither
-   * changes what a later record writes (a repeat past the window creates an Event; an object not
-   * tracked has a full bucket), and without a write to forget them (see {@link #write}), an
-   * operator idle after a burst kept up to `maxTracked` of each for as long as it stayed idle.
-   * Looks again a window later while anything is tracked.
+   * Forgets, a window after the last look (+1 ms: a repeat exactly a window on joins its series),
+   * the series past the window and the objects whose bucket is full again, which changes nothing
+   * a later record writes: with no write ({@link #write}) to forget them, an operator idle after
+   * a burst kept up to `maxTracked` of each. Looks again a window later while any is tracked.
    */
   #prune(): void {
     this.#pruning = undefined;
@@ -276,21 +244,18 @@ export class KubeEventRecorder {
   }
 
   /**
-   * Takes one write from the object's bucket (client-go's spam filter: keyed by the object and
-   * the source, which is this recorder), refilled one per `spamRefillMs` up to `spamBurst`.
-   * At most `maxTracked` objects are tracked; a forgotten one starts again with a full burst, as
-   * in client-go's LRU.
+   * Takes one write from the object's bucket (client-go's spam filter, keyed by the object and this
+   * recorder), refilled one per `spamRefillMs` up to `spamBurst`. At most `maxTracked` objects
+   * are tracked; a forgotten one starts again with a full burst, as in client-go's LRU.
    */
   #allow(regarding: EventRegarding, now: number): boolean {
-    // The object's uid names it alone, and is the cached object's own string: a bucket for each
-    // of 4,096 objects then holds no key of its own (the JSON of the five fields was ~120 bytes).
+    // The uid names the object alone and is the cached object's own string: no key of its own.
     const key =
       regarding.uid ||
       JSON.stringify([regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, ""]);
-    // A bucket of `spamBurst` writes refilled one per `spamRefillMs` holds, at `now`,
-    // spamBurst − (fullAt − now) / spamRefillMs writes while not full: a write is allowed while
-    // fullAt − now ≤ (spamBurst − 1) × spamRefillMs, and takes one by moving fullAt one refill
-    // later. An object not tracked has a full bucket (fullAt in the past).
+    // The bucket holds spamBurst − (fullAt − now) / spamRefillMs writes while not full: a write is
+    // allowed while fullAt − now ≤ (spamBurst − 1) × spamRefillMs, and takes one by moving fullAt
+    // one refill later. An object not tracked has a full bucket (fullAt in the past).
     const at = now - this.#origin;
     const fullAt = Math.max(this.#allowances.get(key) ?? at, at);
     const allowed = fullAt - at <= (this.#spamBurst - 1) * this.#spamRefillMs;
@@ -304,10 +269,8 @@ export class KubeEventRecorder {
   }
 
   /**
-   * Forgets the series last seen before `cutoffMs`, and the least recently seen beyond
-   * `maxTracked`.
-   * The map is in the order of last occurrence, so this stops at the first series it keeps: a
-   * write costs no walk through every series tracked.
+   * Forgets the series last seen before `cutoffMs`, and the least recently seen beyond `maxTracked`;
+   * stops at the first it keeps (in the order of last occurrence): no walk through every series.
    */
   #forgetOlderThan(cutoffMs: number): void {
     for (const [key, series] of this.#series) {
@@ -318,21 +281,13 @@ export class KubeEventRecorder {
 }
 
 /**
- * What makes two records one series: the object and everything the Event says. Held as a digest
- * (a note alone may be 1 KiB, and thousands of series are tracked); one record's inputs are the
- * same JSON text whenever they are equal.
+ * What makes two records one series: the object and everything the Event says, as a digest (a
+ * note alone may be 1 KiB, and thousands of series are tracked).
  */
 function seriesKey(regarding: EventRegarding, input: EventInput): string {
-  const text = JSON.stringify([
-    regarding.namespace,
-    regarding.kind,
-    regarding.name,
-    regarding.uid ?? "",
-    input.type,
-    input.reason,
-    input.action,
-    input.note,
-  ]);
+  const { namespace, kind, name } = regarding;
+  const { type, reason, action, note } = input;
+  const text = JSON.stringify([namespace, kind, name, regarding.uid ?? "", type, reason, action, note]);
   return createHash("sha256").update(text).digest("base64");
 }
 
@@ -340,6 +295,13 @@ function seriesKey(regarding: EventRegarding, input: EventInput): string {
 export function eventsPort(recorder: Pick<KubeEventRecorder, "record">): EventsPort {
   return { record: (obj, event) => void recorder.record(regardingOf(obj, "Deployment"), event) };
 }
+
+/** The fields a log line about a record names. */
+const logged = (r: EventRegarding, e: EventNote) => ({
+  reason: e.reason,
+  namespace: r.namespace,
+  name: r.name,
+});
 
 /** What an event about one of the operator's own objects is regarding (`kind` when it has none). */
 export function regardingOf(obj: KubeObject, kind: string): EventRegarding {
@@ -352,3 +314,86 @@ export function regardingOf(obj: KubeObject, kind: string): EventRegarding {
     resourceVersion: obj.metadata.resourceVersion,
   };
 }
+
+/**
+ * Event writes, beside the fair work queue (holding no worker), shared in time by the namespaces:
+ * at most `atOnce` on the wire together, the waiting ones lined up by group (a namespace) and
+ * started in turns, so a namespace with a thousand waiting delays another's by one turn; at most
+ * `maxWaiting` waiting in all. Full, a write of a group whose line is shorter than the longest by
+ * two or more takes the place of that line's newest write, which is not made; any other is not
+ * made (their callers say so): a namespace's backlog fills the room only while no one else needs
+ * it. (client-go's recorder has the same bounds, dropping what overflows; this adds the turns.)
+ */
+export class TurnGate {
+  readonly #atOnce: number;
+  readonly #maxWaiting: number;
+  #running = 0;
+  #waiting = 0;
+  /** The waiting writes by group (started in their turn, or dropped for another group's), the first next. */
+  readonly #lines = new Map<string, Waiting[]>();
+
+  constructor(atOnce: number, maxWaiting: number) {
+    this.#atOnce = Math.max(1, atOnce);
+    this.#maxWaiting = maxWaiting;
+  }
+
+  /**
+   * Runs `task` in `group`'s turn: resolves with its result, or `undefined` without running it
+   * when full and no longer line gives up its place (at once), or when it gave up its own place.
+   */
+  run<T>(group: string, task: () => Promise<T>): Promise<T | undefined> {
+    if (this.#running < this.#atOnce && this.#waiting === 0) return this.#start(task);
+    if (this.#waiting >= this.#maxWaiting && !this.#makeRoom(group)) return Promise.resolve(undefined);
+    this.#waiting += 1;
+    return new Promise<T | undefined>((resolve, reject) => {
+      const line = this.#lines.get(group) ?? [];
+      const drop = () => resolve(undefined);
+      line.push({ start: () => void this.#start(task).then(resolve, reject), drop });
+      this.#lines.set(group, line);
+    });
+  }
+
+  /**
+   * Full: drops the newest waiting write of the longest line if it is longer by two or more than
+   * `group`'s (which, one longer, stays no longer than it); false when none is. ≤ `maxWaiting` looks.
+   */
+  #makeRoom(group: string): boolean {
+    const own = this.#lines.get(group)?.length ?? 0;
+    let longest: [string, Waiting[]] | undefined;
+    for (const entry of this.#lines) if (!longest || entry[1].length > longest[1].length) longest = entry;
+    if (longest === undefined || longest[1].length < own + 2) return false;
+    longest[1].pop()?.drop();
+    if (longest[1].length === 0) this.#lines.delete(longest[0]);
+    this.#waiting -= 1;
+    return true;
+  }
+
+  /** Writes running and waiting now. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.#running, waiting: this.#waiting };
+  }
+
+  async #start<T>(task: () => Promise<T>): Promise<T> {
+    this.#running += 1;
+    try {
+      return await task();
+    } finally {
+      this.#running -= 1;
+      this.#next();
+    }
+  }
+
+  /** Starts the first group's first waiting write; that group goes to the back of the turns. */
+  #next(): void {
+    const first = this.#lines.entries().next();
+    if (first.done) return;
+    const [group, line] = first.value;
+    const waiting = line.shift();
+    this.#lines.delete(group);
+    if (line.length > 0) this.#lines.set(group, line);
+    this.#waiting -= 1;
+    waiting?.start();
+  }
+}
+
+type Waiting = { start(): void; drop(): void };

@@ -10,8 +10,8 @@ import {
   type EventInput,
   type EventRegarding,
   KubeEventRecorder,
+  TurnGate,
 } from "../../src/kube/events.ts";
-import { TurnGate } from "../../src/kube/turn-gate.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 function recorder(

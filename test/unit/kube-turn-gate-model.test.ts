@@ -6,7 +6,7 @@
  * and every run has settled once.
  */
 import { describe, expect, it } from "vitest";
-import { TurnGate } from "../../src/kube/turn-gate.ts";
+import { TurnGate } from "../../src/kube/events.ts";
 import { seeded } from "../support/seeded.ts";
 
 function assert(condition: boolean, message: string): asserts condition {
