@@ -15,7 +15,6 @@ import type { Socket } from "node:net";
 import { followSignal } from "../runtime/clock.ts";
 import { type KubeCredentials, plainHeaders } from "./credentials.ts";
 import { apiErrorFrom, KubeApiError, retryAfterHeader } from "./errors.ts";
-import { listItems, listMeta } from "./object.ts";
 
 /** The content types of the PATCH flavours the API server accepts. */
 export const PatchType = {
@@ -363,32 +362,4 @@ async function* jsonLines(
     settled();
   }
   if (pending.trim() !== "") yield JSON.parse(pending);
-}
-
-/**
- * Lists a collection page by page (`limit` in `request.query`, `continue` followed to the end,
- * in the place `request.query` gives it),
- * handing each item to `onItem` as its page arrives (a page is let go before the next is asked
- * for); resolves with the list's resourceVersion.
- */
-export async function listPages(
-  client: KubeClient,
-  request: Omit<KubeRequest, "method" | "body">,
-  onItem: (raw: unknown) => void,
-): Promise<string> {
-  let continueToken: string | undefined;
-  let resourceVersion: string | undefined;
-  do {
-    const page = await client.request({
-      ...request,
-      method: "GET",
-      query: { ...request.query, continue: continueToken },
-    });
-    const meta = listMeta(page);
-    resourceVersion = meta.resourceVersion;
-    continueToken = meta.continue;
-    for (const raw of listItems(page)) onItem(raw);
-  } while (continueToken !== undefined);
-  if (resourceVersion === undefined) throw new Error("list answer has no metadata.resourceVersion");
-  return resourceVersion;
 }

@@ -1,5 +1,6 @@
 /**
- * How a reflector lists: as one stream where the API server offers it, else by pages.
+ * How a reflector lists: as one stream where the API server offers it, else by pages (as any
+ * collection is listed whole: {@link listPages}).
  *
  * A list as one stream (the API server's *watch list*, KEP-3157; client-go's `WatchListClient`):
  * a watch with `sendInitialEvents=true` sends every current object as an ADDED event, then a
@@ -12,9 +13,17 @@
  */
 import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
-import { type KubeClient, listPages, StreamIdleError } from "./client.ts";
+import { type KubeClient, type KubeRequest, StreamIdleError } from "./client.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
-import { collectionPath, type KubeObject, objectKey, type ResourceType, refOf } from "./object.ts";
+import {
+  collectionPath,
+  type KubeObject,
+  listItems,
+  listMeta,
+  objectKey,
+  type ResourceType,
+  refOf,
+} from "./object.ts";
 
 /**
  * Objects per page of a paged list. A page is read and parsed whole before decode trims each
@@ -158,4 +167,32 @@ export class InitialEventsCut extends Error {
  */
 export function isIgnored(err: unknown): boolean {
   return (err instanceof InitialEventsCut && err.ignored) || err instanceof StreamIdleError;
+}
+
+/**
+ * Lists a collection page by page (`limit` in `request.query`, `continue` followed to the end,
+ * in the place `request.query` gives it),
+ * handing each item to `onItem` as its page arrives (a page is let go before the next is asked
+ * for); resolves with the list's resourceVersion.
+ */
+export async function listPages(
+  client: KubeClient,
+  request: Omit<KubeRequest, "method" | "body">,
+  onItem: (raw: unknown) => void,
+): Promise<string> {
+  let continueToken: string | undefined;
+  let resourceVersion: string | undefined;
+  do {
+    const page = await client.request({
+      ...request,
+      method: "GET",
+      query: { ...request.query, continue: continueToken },
+    });
+    const meta = listMeta(page);
+    resourceVersion = meta.resourceVersion;
+    continueToken = meta.continue;
+    for (const raw of listItems(page)) onItem(raw);
+  } while (continueToken !== undefined);
+  if (resourceVersion === undefined) throw new Error("list answer has no metadata.resourceVersion");
+  return resourceVersion;
 }
