@@ -122,6 +122,8 @@ export class KubeClient {
   readonly #userAgent: string;
   /** The connections `request` shares ({@link KubeClientOptions.maxSockets}). */
   readonly #pool: http.Agent;
+  /** The credentials as applied last, while they hold ({@link KubeCredentials.appliedUntil}). */
+  #applied: { options: https.RequestOptions; headers: http.OutgoingHttpHeaders; until: number } | undefined;
 
   constructor(kc: KubeCredentials, options: KubeClientOptions = {}) {
     const cluster = kc.getCurrentCluster();
@@ -185,12 +187,10 @@ export class KubeClient {
     pooled = false,
   ): Promise<{ res: http.IncomingMessage; settled: () => void; timedOut: (error: unknown) => never }> {
     const url = this.#url(req);
-    const options: https.RequestOptions = { headers: {} };
-    // Applied per call so rotated service-account tokens and exec credentials are picked up.
-    await this.#kc.applyToHTTPSOptions(options);
+    const { options, headers: authHeaders } = await this.#credentials();
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     const headers: http.OutgoingHttpHeaders = {
-      ...(plainHeaders(options) as http.OutgoingHttpHeaders),
+      ...authHeaders,
       Accept: req.accept ?? "application/json",
       "User-Agent": this.#userAgent,
     };
@@ -238,6 +238,22 @@ export class KubeClient {
       settled();
       return timedOut(err);
     }
+  }
+
+  /**
+   * The credentials' TLS options and headers for a call: applied again once what was applied last
+   * may have changed (a rotated service-account token, an exec plugin's, a re-read file).
+   */
+  async #credentials(): Promise<{ options: https.RequestOptions; headers: http.OutgoingHttpHeaders }> {
+    const held = this.#applied;
+    if (held !== undefined && Date.now() <= held.until) return held;
+    const options: https.RequestOptions = { headers: {} };
+    const applying = this.#kc.applyToHTTPSOptions(options);
+    const until = this.#kc.appliedUntil?.() ?? Number.NEGATIVE_INFINITY;
+    await applying;
+    const applied = { options, headers: plainHeaders(options) as http.OutgoingHttpHeaders, until };
+    this.#applied = applied;
+    return applied;
   }
 
   #url(req: KubeRequest): URL {

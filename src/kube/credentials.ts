@@ -19,14 +19,20 @@ export const TOKEN_FILE_REFRESH_MS = 60_000;
  * The credentials of one cluster and user, as the transport applies them to each request.
  *
  * Contract: `applyToHTTPSOptions` sets the TLS options (`ca`, `cert`, `key`, `rejectUnauthorized`,
- * `servername`) and the authentication headers on `options`; it is called per request, so a
- * rotated file is picked up within {@link TOKEN_FILE_REFRESH_MS}. It rejects when a credential
- * file cannot be read (and reads it again on the next request). client-node's `KubeConfig`
- * satisfies this interface too.
+ * `servername`) and the authentication headers on `options`; the client calls it for a request
+ * unless what it set last still holds (`appliedUntil`), so a rotated file is picked up within
+ * {@link TOKEN_FILE_REFRESH_MS}. It rejects when a credential file cannot be read (and reads it
+ * again on the next request). client-node's `KubeConfig` satisfies this interface too.
  */
 export interface KubeCredentials {
   getCurrentCluster(): { server: string } | null;
   applyToHTTPSOptions(options: RequestOptions): Promise<void>;
+  /**
+   * Until when (`Date.now()`, ms) the options the last `applyToHTTPSOptions` set are what it
+   * would set again (no file due for a re-read), read as that call returns: an implementation
+   * that has it applies them before its first await. Without it, every request applies them.
+   */
+  appliedUntil?(): number;
 }
 
 /** Bytes given inline (a kubeconfig's base64 `<field>-data`, which wins) or as a file. */
@@ -39,6 +45,11 @@ class RereadFile {
 
   constructor(file: string) {
     this.#file = file;
+  }
+
+  /** Until when the last read's bytes are used (none read yet: already past). */
+  freshUntil(): number {
+    return this.#read ? this.#read.at + TOKEN_FILE_REFRESH_MS : Number.NEGATIVE_INFINITY;
   }
 
   /** The file's bytes: those of the last read while it is recent, else read now. */
@@ -63,6 +74,12 @@ function readMaterial(m: MaterialSource): Buffer | undefined {
   return m instanceof RereadFile ? m.bytes() : m?.data;
 }
 
+/** Until when `m`'s bytes stay those read last: for ever when given inline. */
+function freshUntil(m: MaterialSource | BearerToken | undefined): number {
+  const file = m instanceof BearerToken ? m.file : m;
+  return file instanceof RereadFile ? file.freshUntil() : Number.POSITIVE_INFINITY;
+}
+
 /** The cluster half of the credentials. */
 export interface ClusterTls {
   server: string;
@@ -79,17 +96,17 @@ export type BearerSource = { token: string } | { tokenFile: string };
 /** A bearer token, inline or read from its file again once {@link TOKEN_FILE_REFRESH_MS} passed. */
 class BearerToken {
   readonly #token: string | undefined;
-  readonly #file: RereadFile | undefined;
+  readonly file: RereadFile | undefined;
   #read: { bytes: Buffer; value: string } | undefined;
 
   constructor(source: BearerSource) {
     if ("token" in source) this.#token = source.token;
-    else this.#file = new RereadFile(source.tokenFile);
+    else this.file = new RereadFile(source.tokenFile);
   }
 
   value(): string {
-    if (!this.#file) return this.#token ?? "";
-    const bytes = this.#file.bytes();
+    if (!this.file) return this.#token ?? "";
+    const bytes = this.file.bytes();
     // Decoded once a read: the same bytes give the same token.
     if (this.#read?.bytes !== bytes) this.#read = { bytes, value: bytes.toString("utf8").trim() };
     return this.#read.value;
@@ -136,6 +153,10 @@ export class StaticCredentials implements KubeCredentials {
     if (key) options.key = key;
     const token = this.#token?.value();
     if (token) options.headers = { ...plainHeaders(options), Authorization: `Bearer ${token}` };
+  }
+
+  appliedUntil(): number {
+    return Math.min(...[this.#ca, this.#cert, this.#key, this.#token].map(freshUntil));
   }
 }
 

@@ -1,9 +1,13 @@
 // The Kubernetes client's timeout covers the whole answer, body included, and ends with it.
 import { getEventListeners } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AnswerTooLargeError, KubeClient } from "../../src/kube/client.ts";
+import { StaticCredentials, TOKEN_FILE_REFRESH_MS } from "../../src/kube/credentials.ts";
 import { followersOf } from "../../src/runtime/clock.ts";
 
 let server: Server | undefined;
@@ -27,6 +31,51 @@ async function clientOf(handle: Parameters<typeof createServer>[1], timeoutMs: n
 }
 
 describe("KubeClient", () => {
+  it("sends a rotated token file's new token once the refresh period passed, and applies credentials that cannot say how long they hold to every request", async () => {
+    const seen: Array<string | undefined> = [];
+    const listening = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.end("{}");
+    });
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+    const { port } = listening.address() as AddressInfo;
+    const dir = mkdtempSync(join(tmpdir(), "dms-token-"));
+    const tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, "first\n");
+    const tls = {
+      server: `http://127.0.0.1:${port}`,
+      ca: undefined,
+      insecure: false,
+      tlsServerName: undefined,
+    };
+    const rotating = new KubeClient(
+      new StaticCredentials(tls, { cert: undefined, key: undefined, token: { tokenFile } }),
+    );
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      await rotating.request({ method: "GET", path: "/a" });
+      writeFileSync(tokenFile, "second\n");
+      await rotating.request({ method: "GET", path: "/b" });
+      vi.advanceTimersByTime(TOKEN_FILE_REFRESH_MS + 1);
+      await rotating.request({ method: "GET", path: "/c" });
+    } finally {
+      vi.useRealTimers();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(seen).toEqual(["Bearer first", "Bearer first", "Bearer second"]);
+    let applied = 0;
+    const counting = new KubeClient({
+      getCurrentCluster: () => ({ server: tls.server }),
+      applyToHTTPSOptions: async () => {
+        applied += 1;
+      },
+    });
+    await counting.request({ method: "GET", path: "/d" });
+    await counting.request({ method: "GET", path: "/e" });
+    expect(applied).toBe(2);
+  });
+
   it("shares at most maxSockets connections between its requests, and sends an urgent one at once", async () => {
     const held: Array<() => void> = [];
     const open = new Set<unknown>();
