@@ -39,10 +39,11 @@ export type NameLister = (
 
 const listResourceNames: NameLister = async (flags, ctx) => {
   try {
-    const [{ pluginCluster }, { DEPLOYMENTS }, { collectionPath, listItems }, { isRecord }] =
+    const [{ pluginCluster }, { DEPLOYMENTS }, { listItems }, { collectionPath }, { isRecord }] =
       await Promise.all([
         import("./plugin-cluster.ts"),
         import("../kube/deployments.ts"),
+        import("../kube/listing.ts"),
         import("../kube/object.ts"),
         import("../runtime/json.ts"),
       ]);

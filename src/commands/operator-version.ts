@@ -117,7 +117,7 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
     if (flags.client) return finish();
     const [{ pluginCluster }, { listItems }] = await Promise.all([
       import("./plugin-cluster.ts"),
-      import("../kube/object.ts"),
+      import("../kube/listing.ts"),
     ]);
     const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-version");
     const list = async (namespace: string | undefined) =>

@@ -18,7 +18,8 @@ import { filesMarks, gitopsMark, type LiveMarks, protectedRemovals } from "../gi
 import { AnswerTooLargeError } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
-import { collectionPath, listItems, listMeta } from "../kube/object.ts";
+import { listItems, listMeta } from "../kube/listing.ts";
+import { collectionPath } from "../kube/object.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { CommandCluster } from "./connections.ts";
 

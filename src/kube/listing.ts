@@ -1,6 +1,6 @@
 /**
  * How a reflector lists: as one stream where the API server offers it, else by pages (as any
- * collection is listed whole: {@link listPages}).
+ * collection is listed whole: {@link listPages}, which reads list answers, {@link listMeta}).
  *
  * A list as one stream (the API server's *watch list*, KEP-3157; client-go's `WatchListClient`):
  * a watch with `sendInitialEvents=true` sends every current object as an ADDED event, then a
@@ -15,15 +15,7 @@ import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, type KubeRequest, StreamIdleError } from "./client.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
-import {
-  collectionPath,
-  type KubeObject,
-  listItems,
-  listMeta,
-  objectKey,
-  type ResourceType,
-  refOf,
-} from "./object.ts";
+import { collectionPath, type KubeObject, objectKey, type ResourceType, refOf } from "./object.ts";
 
 /**
  * Objects per page of a paged list. A page is read and parsed whole before decode trims each
@@ -167,6 +159,24 @@ export class InitialEventsCut extends Error {
  */
 export function isIgnored(err: unknown): boolean {
   return (err instanceof InitialEventsCut && err.ignored) || err instanceof StreamIdleError;
+}
+
+/** The `metadata.resourceVersion` of a list answer, or `undefined` when it is missing. */
+export function listMeta(value: unknown): {
+  resourceVersion: string | undefined;
+  continue: string | undefined;
+} {
+  const metadata = isRecord(value) && isRecord(value.metadata) ? value.metadata : {};
+  return {
+    resourceVersion: typeof metadata.resourceVersion === "string" ? metadata.resourceVersion : undefined,
+    continue:
+      typeof metadata.continue === "string" && metadata.continue !== "" ? metadata.continue : undefined,
+  };
+}
+
+/** The `items` of a list answer (empty when absent). */
+export function listItems(value: unknown): unknown[] {
+  return isRecord(value) && Array.isArray(value.items) ? value.items : [];
 }
 
 /**

@@ -184,24 +184,6 @@ function readAnnotations(all: Record<string, string> | undefined): Record<string
   return kept;
 }
 
-/** The `metadata.resourceVersion` of a list answer, or `undefined` when it is missing. */
-export function listMeta(value: unknown): {
-  resourceVersion: string | undefined;
-  continue: string | undefined;
-} {
-  const metadata = isRecord(value) && isRecord(value.metadata) ? value.metadata : {};
-  return {
-    resourceVersion: typeof metadata.resourceVersion === "string" ? metadata.resourceVersion : undefined,
-    continue:
-      typeof metadata.continue === "string" && metadata.continue !== "" ? metadata.continue : undefined,
-  };
-}
-
-/** The `items` of a list answer (empty when absent). */
-export function listItems(value: unknown): unknown[] {
-  return isRecord(value) && Array.isArray(value.items) ? value.items : [];
-}
-
 /**
  * `date` as a `MicroTime` string, e.g. `2024-05-01T12:00:00.123000Z`. `MicroTime` fields (Lease
  * renewTime/acquireTime, Event eventTime and series.lastObservedTime) must carry exactly six

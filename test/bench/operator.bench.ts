@@ -19,7 +19,7 @@ import { runConfigFrom } from "../../src/commands/run-config.ts";
 import type { DeploymentResource } from "../../src/crd/schema.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
-import { listItems } from "../../src/kube/object.ts";
+import { listItems } from "../../src/kube/listing.ts";
 import { buildOperator, type Operator } from "../../src/main.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";

@@ -18,7 +18,7 @@ import type { ConnectionObject } from "../../src/kube/connections.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { isNotFound } from "../../src/kube/errors.ts";
 import { readInstallKey } from "../../src/kube/install-key.ts";
-import { listItems } from "../../src/kube/object.ts";
+import { listItems } from "../../src/kube/listing.ts";
 import { keyedSecretDigest, type SecretDigest } from "../../src/reconcile/secret-hash.ts";
 import { httpsText, parseSamples, sumOf } from "../bench/probes.ts";
 import { testKubeconfigPath, waitFor } from "./cluster.ts";
