@@ -5,7 +5,7 @@
  * wiring in-process.
  */
 import { connectionShares } from "./connection/access.ts";
-import { resourcePort } from "./kube/deployments.ts";
+import { resourcePort } from "./kube/custom-resources.ts";
 import { eventsPort, KubeEventRecorder } from "./kube/events.ts";
 import { secretsPort } from "./kube/secrets.ts";
 import { refusalAware } from "./reconcile/claims.ts";

@@ -8,7 +8,7 @@
 import { escapeForTerminal } from "../api/printable.ts";
 import { listSelectorProblem } from "../crd/label-selector.ts";
 import { PatchType } from "../kube/client.ts";
-import { DEPLOYMENTS } from "../kube/deployments.ts";
+import { DEPLOYMENTS } from "../kube/custom-resources.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { listItems, listMeta } from "../kube/listing.ts";
 import { collectionPath } from "../kube/object.ts";

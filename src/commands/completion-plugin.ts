@@ -42,7 +42,7 @@ const listResourceNames: NameLister = async (flags, ctx) => {
     const [{ pluginCluster }, { DEPLOYMENTS }, { listItems }, { collectionPath }, { isRecord }] =
       await Promise.all([
         import("./plugin-cluster.ts"),
-        import("../kube/deployments.ts"),
+        import("../kube/custom-resources.ts"),
         import("../kube/listing.ts"),
         import("../kube/object.ts"),
         import("../runtime/json.ts"),

@@ -16,7 +16,7 @@ import type { ManifestProblem } from "../gitops/manifests.ts";
 import { invalidDocuments, type PlanReport } from "../gitops/plan-report.ts";
 import { filesMarks, gitopsMark, type LiveMarks, protectedRemovals } from "../gitops/protection.ts";
 import { AnswerTooLargeError } from "../kube/client.ts";
-import { DEPLOYMENTS } from "../kube/deployments.ts";
+import { DEPLOYMENTS } from "../kube/custom-resources.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems, listMeta } from "../kube/listing.ts";
 import { collectionPath } from "../kube/object.ts";

@@ -36,11 +36,11 @@ import {
   renderPlanJson,
   renderPlanText,
 } from "../gitops/plan-report.ts";
-import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
+import { DEPLOYMENTS, KubeDeployments } from "../kube/custom-resources.ts";
 import { KubeApiError, NotFoundError } from "../kube/errors.ts";
 import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { listPages } from "../kube/listing.ts";
-import { collectionPath } from "../kube/object.ts";
+import { collectionPath, decodeDeployment } from "../kube/object.ts";
 import { secretsPort } from "../kube/secrets.ts";
 import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
 import { deploymentsPort } from "../reconcile/service/session.ts";

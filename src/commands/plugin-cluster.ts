@@ -70,7 +70,7 @@ export async function resourceNotFoundError(
 ): Promise<Error> {
   const [{ servesType }, { DEPLOYMENTS }] = await Promise.all([
     import("../connection/read.ts"),
-    import("../kube/deployments.ts"),
+    import("../kube/custom-resources.ts"),
   ]);
   const served = await servesType(cluster.client, DEPLOYMENTS, signal).catch(() => true);
   return served ? missing : notServedError(cluster, missing);

@@ -16,7 +16,7 @@ import { type Deployment, isUuid } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import type { DeploymentResource } from "../crd/schema.ts";
-import { KubeDeployments } from "../kube/deployments.ts";
+import { KubeDeployments } from "../kube/custom-resources.ts";
 import { claimedName } from "../reconcile/claims.ts";
 import { CONDITION, REASON } from "../reconcile/reasons.ts";
 import {

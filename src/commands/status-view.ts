@@ -17,7 +17,7 @@
  */
 import type { KubeClient } from "../kube/client.ts";
 import { CLUSTER_SERVICE_CONNECTIONS, SERVICE_CONNECTIONS } from "../kube/connections.ts";
-import { DEPLOYMENTS } from "../kube/deployments.ts";
+import { DEPLOYMENTS } from "../kube/custom-resources.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems, listMeta } from "../kube/listing.ts";
 import { collectionPath, type ResourceType } from "../kube/object.ts";

@@ -37,7 +37,7 @@ import {
   selectorFromObject,
   unmet,
 } from "../crd/label-selector.ts";
-import type { KubeDeployments } from "../kube/deployments.ts";
+import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { ConflictError } from "../kube/errors.ts";
 import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts";
 import type { Clock } from "../runtime/clock.ts";

@@ -1,16 +1,21 @@
 /**
  * A custom resource of the operator's own (Deployment, ServiceConnection, ClusterServiceConnection)
  * as the controllers use it: read from the watch cache, written with a status patch or a
- * finalizer patch under the resourceVersion read. One implementation for every kind.
+ * finalizer patch under the resourceVersion read. One implementation for every kind, and the
+ * Deployment kind's adapter with the reconciler's port beside it (the connection kinds' are
+ * `connections.ts`; each kind's decode, `object.ts`).
  */
+import { type DeploymentResourceStatus, GROUP, KIND, PLURAL, VERSION } from "../crd/schema.ts";
+import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import {
-  isKubeObject,
+  type DeploymentObject,
+  decodeCustomResource,
+  decodeDeployment,
   itemPath,
   type KubeObject,
-  keptMetadata,
   type ObjectRef,
   objectKey,
   type ResourceType,
@@ -21,25 +26,6 @@ import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts"
 
 /** The field manager of every write the operator makes. */
 export const FIELD_MANAGER = "dms-operator";
-
-/** The annotation `kubectl apply` keeps the whole applied manifest in (a second copy of the spec). */
-export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration";
-
-/**
- * Checks the object metadata and that `spec` is an object. The spec's fields are not re-validated:
- * the API server already checked them against the CRD schema generated from the same TypeBox
- * schema, and skipping an object here would also block its deletion (its finalizer would never go).
- *
- * Keeps only the metadata the operator reads ({@link keptMetadata}): annotations and labels a
- * tenant may fill (256 KiB of annotations on each object, {@link LAST_APPLIED_ANNOTATION}'s copy
- * of the manifest among them) and `metadata.managedFields` would otherwise be held for every
- * cached resource. Every write the operator makes is a patch, so a dropped field is never written
- * back. `raw` is not modified.
- */
-export function decodeCustomResource<T extends KubeObject>(raw: unknown): T | undefined {
-  if (!isKubeObject(raw) || !isRecord((raw as { spec?: unknown }).spec)) return undefined;
-  return { ...raw, metadata: keptMetadata(raw.metadata) } as unknown as T;
-}
 
 /** What identifies a kind of custom resource on the API server. */
 export interface CustomResourceKind extends ResourceType {
@@ -353,4 +339,38 @@ export function statusResidue(live: unknown, desired: unknown): { op: "remove"; 
     if (!isRecord(c) || !types.has(c.type)) ops.push({ op: "remove", path: `/status/conditions/${i}` });
   }
   return ops;
+}
+
+/** The resource type `deployments.dms.dev`. */
+export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION, plural: PLURAL, kind: KIND };
+
+/** Options of {@link KubeDeployments}. */
+export type KubeDeploymentsOptions = CustomResourcesOptions<DeploymentObject>;
+
+/** Deployment resources in the operator's scope (see {@link CustomResources} for the contract). */
+export class KubeDeployments extends CustomResources<DeploymentObject, DeploymentResourceStatus> {
+  constructor(options: KubeDeploymentsOptions) {
+    super(DEPLOYMENTS, options, decodeDeployment);
+  }
+}
+
+/**
+ * Deployment resources: reads from the watch cache, claims from its index `claimIndex`, writes to
+ * the API server under the resourceVersion read; 409s are conflicts.
+ */
+export function resourcePort(deployments: KubeDeployments, claimIndex: string): ResourcePort {
+  return {
+    get: (ref) => deployments.get(ref),
+    claimants: (name) => deployments.byIndex(claimIndex, name),
+    patchStatus: (obj, status, signal) =>
+      deployments.patchStatus(refOf(obj), status, signal, obj.metadata.resourceVersion),
+    addFinalizer: (obj, finalizer, signal) => deployments.addFinalizer(asObject(obj), finalizer, signal),
+    removeFinalizer: (obj, finalizer, signal) =>
+      deployments.removeFinalizer(asObject(obj), finalizer, signal),
+    isConflict: (error) => error instanceof ConflictError,
+  };
+}
+
+function asObject(obj: StoredResource) {
+  return { ...obj, metadata: { ...obj.metadata } };
 }

@@ -16,15 +16,13 @@
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/claims.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/compact.ts";
-import { CustomResources } from "./custom-resources.ts";
 import {
+  CustomResources,
   DEPLOYMENTS,
-  type DeploymentObject,
-  decodeDeployment,
   KubeDeployments,
   type KubeDeploymentsOptions,
-} from "./deployments.ts";
-import { type ObjectRef, objectKey, refOf } from "./object.ts";
+} from "./custom-resources.ts";
+import { type DeploymentObject, decodeDeployment, type ObjectRef, objectKey, refOf } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
 
 /**

@@ -31,7 +31,7 @@ import {
 } from "../sharding/release.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
 import type { KubeClient } from "./client.ts";
-import { DEPLOYMENTS } from "./deployments.ts";
+import { DEPLOYMENTS } from "./custom-resources.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import { KubeLease, leaseSnapshotFrom } from "./lease.ts";
 import {

@@ -19,10 +19,9 @@ import type { Controller } from "../runtime/controller.ts";
 import { OWNER_LABEL } from "../sharding/labels.ts";
 import { isOwnGroup, type KubeConfigMaps } from "./config-maps.ts";
 import type { ConnectionObject, KubeConnections } from "./connections.ts";
-import type { DeploymentObject, KubeDeployments } from "./deployments.ts";
+import type { KubeDeployments } from "./custom-resources.ts";
 import type { KubeNamespaces } from "./namespaces.ts";
-import type { KubeObject } from "./object.ts";
-import { objectKey, refOf } from "./object.ts";
+import { type DeploymentObject, type KubeObject, objectKey, refOf } from "./object.ts";
 import type { KubeSecrets } from "./secrets.ts";
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
  * client through `deploymentsPort` (`src/reconcile/service/session.ts`, with the session built
- * over it) and the Kubernetes adapters each beside its own (`src/kube/deployments.ts`,
+ * over it) and the Kubernetes adapters each beside its own (`src/kube/custom-resources.ts`,
  * `secrets.ts`, `events.ts`), wired in `src/main.ts` and `src/wiring/`.
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.

@@ -123,7 +123,7 @@ const BY_REMOTE_STATUS = new Map<string, ConditionValues>([
 
 /** Ready: the service's deployment is live. */
 const available = (message: string) => value("True", REASON.Available, message);
-/** Its message names no revision (the ids are in the status): the cache holds it once (`kube/deployments.ts`). */
+/** Its message names no revision (the ids are in the status): the cache holds it once (`kube/object.ts`). */
 const LATEST_ACTIVE = available("the latest revision is active (status.activeRevisionId)");
 const NO_REVISION = available("the service reports the deployment READY and no revision");
 

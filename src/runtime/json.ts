@@ -113,7 +113,7 @@ export function cloneJson<T>(value: T): T {
  * A bounded table of strings: {@link Interner.of} gives the copy it holds of an equal string.
  * Once full the table starts again, so values met once (an id, a time) never accumulate, and a
  * shared value is back in it at its next use. Whoever decodes objects holds the instance (the
- * Deployment decoder's is `DEPLOYMENT_STRINGS` in `kube/deployments.ts`).
+ * Deployment decoder's is `DEPLOYMENT_STRINGS` in `kube/object.ts`).
  */
 export class Interner {
   readonly #table = new Map<string, string>();

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeConfigMaps } from "../kube/config-maps.ts";
 import { KubeConnections } from "../kube/connections.ts";
-import { KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
+import { KubeDeployments, type KubeDeploymentsOptions } from "../kube/custom-resources.ts";
 import { KubeNamespaces } from "../kube/namespaces.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import type { Clock } from "../runtime/clock.ts";

@@ -6,8 +6,7 @@
 import { secretsOf } from "../connection/settings.ts";
 import { idOf } from "../crd/connection-ref.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import type { DeploymentObject } from "../kube/deployments.ts";
-import { objectKey } from "../kube/object.ts";
+import { type DeploymentObject, objectKey } from "../kube/object.ts";
 import { CLAIM_INDEX, CONNECTION_INDEX, claimIndexer, connectionIndexer } from "../reconcile/claims.ts";
 import { POLL_INDEX, pollIndexer } from "../reconcile/conclude.ts";
 import { SECRET_INDEX, secretIndexer } from "../reconcile/inputs.ts";

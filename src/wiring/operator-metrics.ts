@@ -9,7 +9,7 @@ import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.t
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";
-import type { KubeDeployments } from "../kube/deployments.ts";
+import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { REASON } from "../reconcile/reasons.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";

@@ -3,7 +3,7 @@
  * connection whose snapshot takes the answer, so one batched read per connection serves them all.
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
-import type { KubeDeployments } from "../kube/deployments.ts";
+import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
 import type { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import { POLL_INDEX } from "./indexes.ts";

@@ -16,7 +16,7 @@ import {
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
 import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
-import type { KubeDeployments } from "../kube/deployments.ts";
+import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
 import { deploymentsPort, ServiceSession } from "../reconcile/service/session.ts";

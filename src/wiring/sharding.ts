@@ -7,8 +7,9 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
-import { type DeploymentObject, KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
+import { KubeDeployments, type KubeDeploymentsOptions } from "../kube/custom-resources.ts";
 import { ShareDeployments } from "../kube/inherited-deployments.ts";
+import type { DeploymentObject } from "../kube/object.ts";
 import {
   handOverLabels,
   KubeShardedResources,

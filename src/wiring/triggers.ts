@@ -2,7 +2,7 @@
  * The operator's triggers joined: each handler of `kube/triggers.ts` on its watch cache, through
  * the cache's indexes (`indexes.ts`), to the Deployment or the connection controller.
  */
-import type { KubeDeployments } from "../kube/deployments.ts";
+import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { objectKey, refOf } from "../kube/object.ts";
 import {
   subscribeConnectionTriggers,

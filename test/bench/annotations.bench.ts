@@ -18,7 +18,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeClient } from "../../src/kube/client.ts";
-import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
+import { DEPLOYMENTS } from "../../src/kube/custom-resources.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import type { ControlPlane } from "../controlplane/harness.ts";

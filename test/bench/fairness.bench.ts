@@ -29,7 +29,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type KubeClient, PatchType } from "../../src/kube/client.ts";
-import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
+import { DEPLOYMENTS } from "../../src/kube/custom-resources.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";

@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { type KubeRequest, PatchType } from "../../src/kube/client.ts";
-import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
+import { DEPLOYMENTS } from "../../src/kube/custom-resources.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import type { SeedDeployment } from "../../src/simulator/seed.ts";
 

@@ -31,9 +31,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { CustomResources, FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
-import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/object.ts";
+import { CustomResources, DEPLOYMENTS, FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
+import { collectionPath, type DeploymentObject } from "../../src/kube/object.ts";
 import { patchShardLabels } from "../../src/kube/shards.ts";
 import { isRecord, jsonEqual } from "../../src/runtime/json.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";

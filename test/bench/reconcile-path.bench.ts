@@ -28,8 +28,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DEPLOYMENTS, type DeploymentObject, decodeDeployment } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/object.ts";
+import { DEPLOYMENTS } from "../../src/kube/custom-resources.ts";
+import { collectionPath, type DeploymentObject, decodeDeployment } from "../../src/kube/object.ts";
 import { Reflector } from "../../src/kube/reflector.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { startBenchPlane } from "../support/bench-plane.ts";

@@ -22,7 +22,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
+import { DEPLOYMENTS } from "../../src/kube/custom-resources.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";

@@ -11,7 +11,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import type { DeploymentObject } from "../../src/kube/object.ts";
 import type { SeedDeployment } from "../../src/simulator/seed.ts";
 import { type EngineVerdicts, gitopsHealthBinary, judge } from "../controlplane/gitops-health.ts";
 import { freshNamespace, kubectl, testKubeconfigPath } from "../support/cluster.ts";

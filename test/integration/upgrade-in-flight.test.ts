@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
-import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import type { DeploymentObject } from "../../src/kube/object.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, kubectlOk, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";

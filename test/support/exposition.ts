@@ -5,7 +5,7 @@
  * test/tools/metrics-exposition.test.ts).
  */
 import type { KubeConnections } from "../../src/kube/connections.ts";
-import type { KubeDeployments } from "../../src/kube/deployments.ts";
+import type { KubeDeployments } from "../../src/kube/custom-resources.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { HealthServer } from "../../src/serving/health.ts";
 import { shardMetrics } from "../../src/sharding/metrics.ts";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Registry } from "prom-client";
 import { parse } from "yaml";
 import type { KubeConnections } from "../../src/kube/connections.ts";
-import type { KubeDeployments } from "../../src/kube/deployments.ts";
+import type { KubeDeployments } from "../../src/kube/custom-resources.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { shardMetrics } from "../../src/sharding/metrics.ts";
 import { externalChangeCounter, registerCacheMetrics } from "../../src/wiring/operator-metrics.ts";

@@ -2,7 +2,7 @@
 // claims no name and makes no call through it, unless it already owns a deployment there.
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
-import { decodeDeployment } from "../../src/kube/deployments.ts";
+import { decodeDeployment } from "../../src/kube/object.ts";
 import {
   claimOf,
   claimOn,

@@ -11,7 +11,7 @@ import {
   shareWaitMessage,
 } from "../../src/connection/access.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
-import type { KubeDeployments } from "../../src/kube/deployments.ts";
+import type { KubeDeployments } from "../../src/kube/custom-resources.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
 import { Controller } from "../../src/runtime/controller.ts";
 import { inTurns } from "../../src/runtime/in-turns.ts";

@@ -1,8 +1,12 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { decodeCustomResource } from "../../src/kube/custom-resources.ts";
-import { decodeDeployment, LAST_APPLIED_ANNOTATION } from "../../src/kube/deployments.ts";
-import { MAX_ANNOTATION_VALUE, READ_ANNOTATIONS } from "../../src/kube/object.ts";
+import {
+  decodeCustomResource,
+  decodeDeployment,
+  LAST_APPLIED_ANNOTATION,
+  MAX_ANNOTATION_VALUE,
+  READ_ANNOTATIONS,
+} from "../../src/kube/object.ts";
 import { decodeSecretMeta } from "../../src/kube/secrets.ts";
 
 /** A Deployment resource as `kubectl apply` leaves it and the API server returns it. */

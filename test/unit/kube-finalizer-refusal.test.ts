@@ -3,8 +3,7 @@
 // quietly); the 422 of a ValidatingAdmissionPolicy, a CRD schema or CEL rule refusing the object
 // names the object and its causes, and stays the refusal it is (reported, not retried quietly).
 import { describe, expect, it } from "vitest";
-import { REFUSALS_IN_A_ROW } from "../../src/kube/custom-resources.ts";
-import { KubeDeployments } from "../../src/kube/deployments.ts";
+import { KubeDeployments, REFUSALS_IN_A_ROW } from "../../src/kube/custom-resources.ts";
 import { ConflictError, KubeApiError } from "../../src/kube/errors.ts";
 import { kubeStub } from "../support/kube-stub.ts";
 

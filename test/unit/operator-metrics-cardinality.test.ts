@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
 import { ConnectionRegistry, type ConnectionRegistryOptions } from "../../src/connection/registry.ts";
 import type { ConnectionObject, KubeConnections } from "../../src/kube/connections.ts";
-import type { KubeDeployments } from "../../src/kube/deployments.ts";
+import type { KubeDeployments } from "../../src/kube/custom-resources.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import {
   EXTERNAL_CHANGES_METRIC,

@@ -5,7 +5,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { decodeDeployment } from "../../src/kube/deployments.ts";
+import { decodeDeployment } from "../../src/kube/object.ts";
 import {
   decodeShardObject,
   SHARD_CONNECTION_INDEX,

@@ -2,9 +2,9 @@
 // types the status applied lacks (src/kube/custom-resources.ts `statusResidue`).
 import { describe, expect, it } from "vitest";
 import { CRDS, crdObject } from "../../src/crd/render.ts";
-import { CustomResources, statusResidue } from "../../src/kube/custom-resources.ts";
-import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
+import { CustomResources, DEPLOYMENTS, statusResidue } from "../../src/kube/custom-resources.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
+import type { DeploymentObject } from "../../src/kube/object.ts";
 import { kubeStub } from "../support/kube-stub.ts";
 
 const condition = (type: string, reason = "Done") => ({

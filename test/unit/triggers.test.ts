@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FINALIZER } from "../../src/crd/schema.ts";
-import type { DeploymentObject } from "../../src/kube/deployments.ts";
-import type { KubeObject } from "../../src/kube/object.ts";
+import type { DeploymentObject, KubeObject } from "../../src/kube/object.ts";
 import type { ReflectorHandlers } from "../../src/kube/reflector.ts";
 import { specOrMetaChanged, subscribeTriggers } from "../../src/kube/triggers.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
