@@ -14,7 +14,7 @@ import {
 } from "../config.ts";
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { parseConnectionArg, serviceConfigOf } from "../connection/settings.ts";
-import { type ConnectionId, type ConnectionRef, connectionKey } from "../crd/connection-ref.ts";
+import { type ConnectionId, type ConnectionRef, connectionKey } from "../crd/conventions.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import { ClusterClient } from "./cluster-errors.ts";

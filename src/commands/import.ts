@@ -11,7 +11,7 @@ import { isServiceError, RequestValidationError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { Deployment, DeploymentStatus, ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../crd/connection-ref.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../crd/conventions.ts";
 import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
 import { type ImportResult, importDeployments } from "../gitops/importer.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";

@@ -20,7 +20,7 @@ import {
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
-} from "../crd/connection-ref.ts";
+} from "../crd/conventions.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";

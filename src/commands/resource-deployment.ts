@@ -14,7 +14,7 @@
 import type { ServiceClient } from "../api/client.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../crd/connection-ref.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../crd/conventions.ts";
 import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/custom-resources.ts";
 import { claimedName } from "../reconcile/claims.ts";

@@ -21,12 +21,12 @@
  */
 
 import type { Logger } from "pino";
-import { type ConnectionId, connectionKey, connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   type ConnectionSpec,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
+import { type ConnectionId, connectionKey, connectionOf, describeConnection } from "../crd/conventions.ts";
 import {
   describeFix,
   formatSelector,

@@ -14,13 +14,19 @@
 import type { Logger } from "pino";
 import { loggedError } from "../api/errors.ts";
 import type { ServiceConfig } from "../config.ts";
-import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../crd/connection-ref.ts";
 import {
   CONNECTION_FINALIZER,
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type Failure, KSTATUS } from "../crd/kstatus.ts";
+import {
+  type ConnectionId,
+  connectionKey,
+  type Failure,
+  idOf,
+  KSTATUS,
+  parseConnectionKey,
+} from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
 import type { Clock } from "../runtime/clock.ts";

@@ -6,9 +6,8 @@
  */
 
 import type { ServiceConfig } from "../config.ts";
-import type { ConnectionId } from "../crd/connection-ref.ts";
 import type { ConnectionSpec } from "../crd/connection-schema.ts";
-import type { Failure } from "../crd/kstatus.ts";
+import type { ConnectionId, Failure } from "../crd/conventions.ts";
 import type { SecretRead, SecretsPort } from "../reconcile/ports.ts";
 import type { ObjectRef } from "../runtime/queue-records.ts";
 import {

@@ -6,7 +6,6 @@
  * to reach the cluster rejects as the transport's error.
  */
 import { Value } from "@sinclair/typebox/value";
-import { type ConnectionId, describeConnection } from "../crd/connection-ref.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   ClusterServiceConnectionSpecSchema,
@@ -14,6 +13,7 @@ import {
   type ConnectionSpec,
   ServiceConnectionSpecSchema,
 } from "../crd/connection-schema.ts";
+import { type ConnectionId, describeConnection } from "../crd/conventions.ts";
 import type { KubeClient } from "../kube/client.ts";
 import {
   CLUSTER_SERVICE_CONNECTIONS,

@@ -12,16 +12,16 @@
  */
 import { createHash } from "node:crypto";
 import type { ServiceConfig } from "../config.ts";
+import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
 import {
   type ConnectionId,
   connectionKey,
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
+  type Failure,
   parseConnectionKey,
-} from "../crd/connection-ref.ts";
-import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
-import type { Failure } from "../crd/kstatus.ts";
+} from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/service/session.ts";

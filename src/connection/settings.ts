@@ -1,11 +1,10 @@
 /**
  * The service settings a connection's spec and Secret make (how connections are named and keyed
- * is `crd/connection-ref.ts`). Pure: the connection controller and the
+ * is `crd/conventions.ts`). Pure: the connection controller and the
  * `plan`/`import` commands share it.
  */
 import { parseCaBundle } from "../api/tls.ts";
 import type { ServiceConfig } from "../config.ts";
-import { type ConnectionId, type ConnectionRef, describeConnection } from "../crd/connection-ref.ts";
 import { baseUrlProblems, headerNameProblem } from "../crd/connection-rules.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -14,6 +13,7 @@ import {
   DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
+import { type ConnectionId, type ConnectionRef, describeConnection } from "../crd/conventions.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
 import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import type { ObjectRef } from "../runtime/queue-records.ts";

@@ -1,6 +1,6 @@
 /**
  * A connection's status, computed from its last verdict. Pure. Its conditions are the kstatus
- * trio of `src/crd/kstatus.ts`, built as the Deployment resource's are: `Ready` from the
+ * trio of `src/crd/conventions.ts`, built as the Deployment resource's are: `Ready` from the
  * verdict once there is one, `Reconciling` while a transient failure is retried or a deletion is
  * held, `Stalled` when a failure waits for a change of the spec or a Secret. Every string passes
  * the status sink the Deployment resource's passes (`reconcile/status-sink.ts`), with its
@@ -17,7 +17,7 @@ import {
   MAX_MESSAGE_LENGTH,
   putConditions,
   type Verdict,
-} from "../crd/kstatus.ts";
+} from "../crd/conventions.ts";
 import { CONDITION_STRINGS, type Declared, operator, statusSink } from "../reconcile/status-sink.ts";
 
 /** Reasons of a connection's `Ready` condition (and of its Reconciling/Stalled). */

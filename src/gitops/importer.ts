@@ -5,7 +5,7 @@
  * `valueFrom.secretKeyRef`, and the values (when the service shows them) go to a separate Secret.
  */
 import { DEFAULT_DEPLOYMENT_TYPE, type Deployment } from "../api/wire.ts";
-import type { ConnectionRef } from "../crd/connection-ref.ts";
+import type { ConnectionRef } from "../crd/conventions.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { secretDataKey, specFromDeployment } from "../crd/mapping.ts";
 import { API_VERSION, type DeploymentResource, type DeploymentSpec, KIND } from "../crd/schema.ts";

@@ -9,7 +9,7 @@
  */
 import { isServiceError } from "../api/errors.ts";
 import type { ForgeRepo } from "../api/wire.ts";
-import { type ConnectionRef, connectionLabel } from "../crd/connection-ref.ts";
+import { type ConnectionRef, connectionLabel } from "../crd/conventions.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";

@@ -3,7 +3,7 @@
  * errors) and its rendering for people (text) and for programs (JSON). Pure.
  */
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
-import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
+import { DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import type { ManifestProblem } from "./manifests.ts";
 import type { ProtectedRemoval } from "./protection.ts";
 import type { HeldReview, ReviewAction, ReviewEntry } from "./review.ts";

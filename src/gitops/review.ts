@@ -5,7 +5,7 @@
  * controller's; this file only names the outcome and explains it.
  */
 import type { Deployment, Revision } from "../api/wire.ts";
-import { connectionLabel } from "../crd/connection-ref.ts";
+import { connectionLabel } from "../crd/conventions.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";

@@ -1,10 +1,9 @@
 /**
  * The connection resources (`serviceconnections.dms.dev`, `clusterserviceconnections.dms.dev`):
  * the custom resource adapter of `custom-resources.ts` for each kind, and the two seen as one by
- * connection key (see `crd/connection-ref.ts`).
+ * connection key (see `crd/conventions.ts`).
  */
 
-import type { ConnectionId } from "../crd/connection-ref.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   CLUSTER_SERVICE_CONNECTION_PLURAL,
@@ -13,6 +12,7 @@ import {
   SERVICE_CONNECTION_KIND,
   SERVICE_CONNECTION_PLURAL,
 } from "../crd/connection-schema.ts";
+import type { ConnectionId } from "../crd/conventions.ts";
 import { GROUP, VERSION } from "../crd/schema.ts";
 import type { KubeClient } from "./client.ts";
 import { type CustomResourceKind, CustomResources } from "./custom-resources.ts";

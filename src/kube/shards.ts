@@ -5,7 +5,7 @@
  * precondition, so a write based on a stale reading fails instead of overwriting a newer one.
  */
 
-import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
+import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
 import { Interner, isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";

@@ -12,7 +12,7 @@
  * which index and which controller each one joins is composition: `wiring/triggers.ts`.
  */
 
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import { FINALIZER, KIND } from "../crd/schema.ts";
 import { claimOf, connectionKeyOf, olderThan } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";

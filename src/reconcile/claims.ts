@@ -9,7 +9,7 @@
  * on a shared tenant by creating its resource first.
  */
 
-import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
+import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
@@ -43,7 +43,7 @@ export function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
-/** The key of the connection a resource uses (see `crd/connection-ref.ts`). */
+/** The key of the connection a resource uses (see `crd/conventions.ts`). */
 export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 

@@ -14,7 +14,7 @@
  * namespace's) for ever.
  */
 import { cutToBytes, cutToLength } from "../api/printable.ts";
-import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
+import { MAX_MESSAGE_LENGTH } from "../crd/conventions.ts";
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";

@@ -9,7 +9,7 @@
  * part of test/unit/decide.test.ts.
  */
 
-import { connectionLabel } from "../crd/connection-ref.ts";
+import { connectionLabel } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "../runtime/json.ts";

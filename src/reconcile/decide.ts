@@ -9,7 +9,7 @@
  * two into what the reconciler concludes. No port, no clock, no I/O here: the table of cases is
  * test/unit/decide.test.ts.
  */
-import { formatTime } from "../crd/kstatus.ts";
+import { formatTime } from "../crd/conventions.ts";
 import { DEFAULT_DRIFT_POLICY } from "../crd/spec-policies.ts";
 import { outcomeFromProblems } from "./failures.ts";
 import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";

@@ -10,7 +10,7 @@
  * is seen failed.
  */
 import type { LogType } from "../api/revision-logs.ts";
-import { formatTime } from "../crd/kstatus.ts";
+import { formatTime } from "../crd/conventions.ts";
 import type { Evidence, EvidenceRead } from "./conclude.ts";
 import { evidenceHeadline, excerptOf, fitNote, formatTail, TAIL_REDACTION_MS } from "./failure-evidence.ts";
 import { readSecretsOf } from "./inputs.ts";

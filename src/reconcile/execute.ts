@@ -16,7 +16,7 @@
  * operator creates is recorded in `status.revisionHistory` (`revision-history.ts`).
  */
 import { isServiceError, loggedError } from "../api/errors.ts";
-import { formatTime } from "../crd/kstatus.ts";
+import { formatTime } from "../crd/conventions.ts";
 
 import { artifactOf } from "./live-revision.ts";
 import type { DeploymentWrites, StoredResource } from "./ports.ts";

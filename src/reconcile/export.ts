@@ -31,7 +31,7 @@
  */
 import { createHash } from "node:crypto";
 import { cutToLength, unprintableIn } from "../api/printable.ts";
-import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../crd/kstatus.ts";
+import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../crd/conventions.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND } from "../crd/schema.ts";
 import { MAX_URL_LENGTH } from "../crd/source-schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";

@@ -28,8 +28,8 @@
 import { TokenWaitTooLongError } from "../api/budgets.ts";
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { redactAndTruncate } from "../api/redact.ts";
+import { MAX_MESSAGE_LENGTH } from "../crd/conventions.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
-import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
 import { DeferredError } from "../runtime/clock.ts";
 import { TerminalError } from "../runtime/reconcile-errors.ts";
 import type { PlanProblem } from "./plan.ts";

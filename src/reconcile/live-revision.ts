@@ -8,7 +8,7 @@
  * `status.activeRevision` (what promotion tools read, docs/guide/promotion.md); a revision made
  * outside this operator, for `status.externalRevision`.
  */
-import { formatTime } from "../crd/kstatus.ts";
+import { formatTime } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/spec-policies.ts";
 import { STATUS_ID_MAX_LENGTH, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";

@@ -10,7 +10,7 @@
  * every call through a connection passes first ({@link listingGuard}).
  */
 
-import { connectionOf, describeConnection } from "../crd/connection-ref.ts";
+import { connectionOf, describeConnection } from "../crd/conventions.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";

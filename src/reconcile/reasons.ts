@@ -4,7 +4,7 @@
  * concludes (each drawn as conditions by `status.ts`), and the bookkeeping it records beside
  * them. Data and types only: what reads them is `status.ts`, the decision and the error policy.
  */
-import { KSTATUS } from "../crd/kstatus.ts";
+import { KSTATUS } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 
 /** Condition types the operator sets. */

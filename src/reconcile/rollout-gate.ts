@@ -9,8 +9,8 @@
  * A create is never held: nothing runs yet, so nothing can be cancelled.
  */
 
+import { formatTime } from "../crd/conventions.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
-import { formatTime } from "../crd/kstatus.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import { describeDuration } from "../duration.ts";
 import { workMs } from "../runtime/clock.ts";

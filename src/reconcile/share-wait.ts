@@ -4,7 +4,7 @@
  * the waiting resources (connection/access.ts), and replaced by its reconcile's own status
  * when its turn comes. Pure.
  */
-import { putConditions } from "../crd/kstatus.ts";
+import { putConditions } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CONDITION, REASON } from "./reasons.ts";
 

@@ -3,7 +3,7 @@
  * did. Pure. Conditions follow metav1.Condition and kstatus: `Ready` and `Synced` always,
  * `Reconciling` while work is in progress and `Stalled` when it cannot progress, each present
  * only while True. `lastTransitionTime` moves only when a condition's status moves (conditions are
- * set through `src/crd/kstatus.ts`, as the connections' are), and `statusEqual` lets the
+ * set through `src/crd/conventions.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
 import { cutToLength } from "../api/printable.ts";
@@ -14,7 +14,7 @@ import {
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
-} from "../crd/kstatus.ts";
+} from "../crd/conventions.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { STATUS_ID_MAX_LENGTH as ID, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { excerptSentence } from "./failure-evidence.ts";

@@ -8,7 +8,7 @@ import type { ServiceConfig } from "../config.ts";
 import { connectionCheckFlowOf } from "../connection/access.ts";
 import { ConnectionReconciler } from "../connection/controller.ts";
 import type { ConnectionRegistry } from "../connection/registry.ts";
-import { connectionKey, idOf } from "../crd/connection-ref.ts";
+import { connectionKey, idOf } from "../crd/conventions.ts";
 import { ConflictError } from "../kube/errors.ts";
 import { type KubeEventRecorder, regardingOf } from "../kube/events.ts";
 import { secretsPort } from "../kube/secrets.ts";

@@ -4,7 +4,7 @@
  * through one of these, so no trigger, pass or count scans the cache.
  */
 import { secretsOf } from "../connection/settings.ts";
-import { idOf } from "../crd/connection-ref.ts";
+import { idOf } from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import { type DeploymentObject, objectKey } from "../kube/object.ts";
 import { CLAIM_INDEX, CONNECTION_INDEX, claimIndexer, connectionIndexer } from "../reconcile/claims.ts";

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
 import type { ConnectionRegistry, ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";

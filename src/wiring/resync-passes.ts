@@ -9,7 +9,7 @@
  */
 import { loggedError } from "../api/errors.ts";
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { objectKey, refOf } from "../kube/object.ts";

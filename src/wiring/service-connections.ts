@@ -15,7 +15,7 @@ import {
   type ConnectionService,
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
-import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
+import { DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
 import type { StoredResource } from "../reconcile/ports.ts";

@@ -24,7 +24,7 @@ import {
 } from "../../src/api/revision-logs.ts";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/conventions.ts";
 import { claimOf, claimOn } from "../../src/reconcile/claims.ts";
 import { EXPORT_LABEL, EXPORT_LABEL_VALUE, exportDigest } from "../../src/reconcile/export.ts";
 import type {

@@ -1,7 +1,7 @@
 // Who may claim a service name, and who may be called about: a resource refused its connection
 // claims no name and makes no call through it, unless it already owns a deployment there.
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/conventions.ts";
 import { decodeDeployment } from "../../src/kube/object.ts";
 import {
   claimOf,

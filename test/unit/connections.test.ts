@@ -15,8 +15,8 @@ import {
 import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
 import { ConnectionRegistry, type ConnectionService } from "../../src/connection/registry.ts";
 import { connectionSpecProblems } from "../../src/connection/settings.ts";
-import { type ConnectionId, connectionKey, idOf } from "../../src/crd/connection-ref.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
+import { type ConnectionId, connectionKey, idOf } from "../../src/crd/conventions.ts";
 import { parseSelector, type Selector } from "../../src/crd/label-selector.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";

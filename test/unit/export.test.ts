@@ -4,7 +4,7 @@
 // does not own is refused and never written, and what removing or renaming the export does.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
+import { MAX_MESSAGE_LENGTH } from "../../src/crd/conventions.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
 import { CONFIG_MAPS_FORBIDDEN, decodeConfigMap } from "../../src/kube/config-maps.ts";
 import {

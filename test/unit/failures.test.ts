@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
 import { redactionSearches } from "../../src/api/redact.ts";
-import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
+import { MAX_MESSAGE_LENGTH } from "../../src/crd/conventions.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/reasons.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";

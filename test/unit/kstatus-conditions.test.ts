@@ -10,7 +10,7 @@ import {
   putConditions,
   setCondition,
   type Verdict,
-} from "../../src/crd/kstatus.ts";
+} from "../../src/crd/conventions.ts";
 
 const T0 = "2025-01-01T00:00:00Z";
 const T1 = new Date("2025-06-01T10:05:00.000Z");

@@ -14,7 +14,7 @@ import {
   REPLACEMENT,
   stripToLine,
 } from "../../src/api/printable.ts";
-import { putConditions } from "../../src/crd/kstatus.ts";
+import { putConditions } from "../../src/crd/conventions.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { KubeEventRecorder } from "../../src/kube/events.ts";
 import { formatConsoleLine } from "../../src/runtime/log.ts";

@@ -2,7 +2,7 @@
 // connection record, from one walk over them, and none of a resource refused the connection.
 import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/conventions.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
 import { connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";

@@ -1,14 +1,26 @@
 /**
- * Conditions as kstatus reads them, one way for every kind the operator writes the status of (the
- * Deployment resource and both connection kinds): a condition's `lastTransitionTime` moves only
- * when its status moves, each carries the generation it was computed from, and `Reconciling` and
- * `Stalled` are present only while True and never together.
+ * The operator's conventions, one way for every kind: pure, and low in the module graph (it imports
+ * only the printable-text leaf of `api/`, the connection kinds and the queue's key format), so that
+ * every folder above `api/` speaks them without a cycle and without importing each other:
  *
- * Nearly a leaf: it imports only the printable-text leaf of `api/` (which imports nothing), so
- * that every folder above `api/` may use it without a cycle. Messages arrive here cleaned
- * (redacted, cut) by the kind that wrote them, and leave as one printable line.
+ * - Conditions as kstatus reads them, on every kind the operator writes the status of (the
+ *   Deployment resource and both connection kinds): a condition's `lastTransitionTime` moves only
+ *   when its status moves, each carries the generation it was computed from, and `Reconciling`
+ *   and `Stalled` are present only while True and never together. Messages arrive cleaned
+ *   (redacted, cut) by the kind that wrote them, and leave as one printable line.
+ * - How connections are named and keyed: which connection a Deployment resource means by its
+ *   `spec.connectionRef`, the key the connection controller's queue, the session registry and the
+ *   claim index share, and how `status.connection` and messages name one (the connection's
+ *   service settings are `connection/settings.ts`).
  */
 import { printableLine } from "../api/printable.ts";
+import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-records.ts";
+import {
+  CLUSTER_SERVICE_CONNECTION_KIND,
+  CONNECTION_KINDS,
+  type ConnectionKind,
+  SERVICE_CONNECTION_KIND,
+} from "./connection-schema.ts";
 
 /** A condition shaped like metav1.Condition (the CRDs' `ConditionSchema`). */
 export interface Condition {
@@ -123,4 +135,65 @@ export function putConditions(
     );
   }
   return next;
+}
+
+/** `spec.connectionRef` of a Deployment resource. */
+export interface ConnectionRef {
+  kind: ConnectionKind;
+  name: string;
+}
+
+/** The key and `status.connection` of the operator's own connection (its flags and env). */
+export const DEFAULT_CONNECTION = "default";
+
+/** A connection object: its kind and where it is (`namespace` is `""` for the cluster kind). */
+export interface ConnectionId extends ObjectRef {
+  kind: ConnectionKind;
+}
+
+/**
+ * The connection a resource of `namespace` means by `ref`: a ServiceConnection is always the one
+ * of the resource's own namespace (the reference has no namespace, so no other can be named).
+ */
+export function connectionOf(namespace: string, ref: ConnectionRef | undefined): ConnectionId | undefined {
+  if (!ref) return undefined;
+  return { kind: ref.kind, namespace: ref.kind === SERVICE_CONNECTION_KIND ? namespace : "", name: ref.name };
+}
+
+/**
+ * The key of a connection, unique across both kinds and the default: `default`,
+ * `ServiceConnection/<namespace>/<name>` or `ClusterServiceConnection/<name>`. The connection
+ * controller's queue, the registry and the claim index use it.
+ */
+export function connectionKey(id: ConnectionId | undefined): string {
+  return id ? `${id.kind}/${objectKey(id)}` : DEFAULT_CONNECTION;
+}
+
+/** The connection a key names, or undefined for the default (the inverse of {@link connectionKey}). */
+export function parseConnectionKey(key: string): ConnectionId | undefined {
+  if (key === DEFAULT_CONNECTION) return undefined;
+  const slash = key.indexOf("/");
+  const kind = key.slice(0, slash) as ConnectionKind;
+  if (slash < 0 || !CONNECTION_KINDS.includes(kind)) throw new Error(`not a connection key: ${key}`);
+  return { kind, ...parseObjectKey(key.slice(slash + 1)) };
+}
+
+/** The {@link ConnectionId} of a connection object (a cluster one has no namespace). */
+export function idOf(obj: { metadata: { name: string; namespace?: string | undefined } }): ConnectionId {
+  const namespace = obj.metadata.namespace ?? "";
+  return {
+    kind: namespace ? SERVICE_CONNECTION_KIND : CLUSTER_SERVICE_CONNECTION_KIND,
+    namespace,
+    name: obj.metadata.name,
+  };
+}
+
+/** How `status.connection` and messages name a connection: `Kind/name`, or `default`. */
+export function connectionLabel(ref: ConnectionRef | undefined): string {
+  return ref ? `${ref.kind}/${ref.name}` : DEFAULT_CONNECTION;
+}
+
+/** How messages name a connection object, namespace included: `ServiceConnection team-a/prod`. */
+export function describeConnection(id: ConnectionId): string {
+  return `${id.kind} ${objectKey(id)}`;
 }
