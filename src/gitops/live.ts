@@ -15,7 +15,7 @@ import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
-import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
+import { type ReadSecrets, readSecrets } from "../reconcile/inputs.ts";
 import { lookUp } from "../reconcile/observe.ts";
 import type {
   DeploymentListings,
@@ -24,6 +24,7 @@ import type {
   RevisionRedeploys,
   SecretsPort,
 } from "../reconcile/ports.ts";
+import { RepoListings } from "../reconcile/repo-listings.ts";
 import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import type { SecretDigest } from "../reconcile/secret-hash.ts";

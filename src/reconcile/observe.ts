@@ -142,7 +142,8 @@ export class Observer {
   ): Promise<{ desired: DesiredDeployment; record: StatusRecord }> {
     const { secrets: _unread, ...withoutSecrets } = run.obj.spec;
     const spec = secrets === "unread" ? withoutSecrets : run.obj.spec;
-    const github = await run.session.repos.resolve(spec, signal);
+    // Only a spec that uses the `github` shorthand reads the forge listing.
+    const github = spec.github ? await run.session.repos.resolve(spec, signal) : undefined;
     const desired = desiredFromSpec(spec, run.obj.metadata.name, {
       secretData: secrets === "unread" ? NONE_READ.data : secrets.data,
       ...(github ? { github } : {}),

@@ -62,7 +62,7 @@ export interface DeploymentWrites {
   delete(id: string, signal: AbortSignal, options?: { deleteTracingProject?: boolean }): Promise<void>;
 }
 
-/** The forge repositories an integration reaches (`RepoListings` in inputs.ts). */
+/** The forge repositories an integration reaches (`RepoListings` in repo-listings.ts). */
 export interface ForgeRepos {
   listRepos(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]>;
 }

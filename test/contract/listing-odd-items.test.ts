@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
 import { probeConnection } from "../../src/connection/probe.ts";
-import { RepoListings } from "../../src/reconcile/inputs.ts";
+import { RepoListings } from "../../src/reconcile/repo-listings.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { serviceConnector } from "../../src/wiring/service-connections.ts";
 import { ManualClock } from "../support/manual-clock.ts";

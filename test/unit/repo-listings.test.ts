@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ForgeRepo } from "../../src/api/wire.ts";
-import { KEPT_REPOS, RepoListings } from "../../src/reconcile/inputs.ts";
 import type { ForgeRepos } from "../../src/reconcile/ports.ts";
+import { KEPT_REPOS, RepoListings } from "../../src/reconcile/repo-listings.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

@@ -15,7 +15,6 @@ import { isServiceError } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { whilePaced } from "../../runtime/clock.ts";
 import { outsideReconcile } from "../../runtime/log.ts";
-import { RepoListings } from "../inputs.ts";
 import type {
   DeploymentLookups,
   DeploymentsPort,
@@ -23,6 +22,7 @@ import type {
   RevisionRedeploys,
   StoredResource,
 } from "../ports.ts";
+import { RepoListings } from "../repo-listings.ts";
 import type { InheritedWindows } from "../rollout-gate.ts";
 import type { Deployment, DeploymentFilters, UnreadableDeployment } from "../service-types.ts";
 import { IdBatches } from "./id-batches.ts";
