@@ -8,7 +8,7 @@ import { connectionShares } from "./connection/access.ts";
 import { resourcePort } from "./kube/custom-resources.ts";
 import { eventsPort, KubeEventRecorder } from "./kube/events.ts";
 import { secretsPort } from "./kube/secrets.ts";
-import { refusalAware } from "./reconcile/claims.ts";
+import { refusalAware } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { RolloutPoller } from "./reconcile/service/rollout-poller.ts";
 import { systemClock } from "./runtime/clock.ts";

@@ -17,7 +17,7 @@ import { ConnectionReadError } from "../connection/read.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../crd/conventions.ts";
 import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/custom-resources.ts";
-import { claimedName } from "../reconcile/claims.ts";
+import { claimedName } from "../reconcile/inputs.ts";
 import { CONDITION, REASON } from "../reconcile/reasons.ts";
 import {
   type CommandCluster,

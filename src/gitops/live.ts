@@ -14,8 +14,14 @@ import { InvalidSpecError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
-import { type ReadSecrets, readSecrets } from "../reconcile/inputs.ts";
+import {
+  type Claimant,
+  claimedName,
+  claimOf,
+  olderClaimant,
+  type ReadSecrets,
+  readSecrets,
+} from "../reconcile/inputs.ts";
 import { lookUp } from "../reconcile/observe.ts";
 import type {
   DeploymentListings,

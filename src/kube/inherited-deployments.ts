@@ -14,7 +14,7 @@
  * {@link TRANSIT_MS} (then it is deleted from the cache).
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/claims.ts";
+import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/inputs.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/compact.ts";
 import {
   CustomResources,

@@ -6,7 +6,7 @@
  */
 
 import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/conventions.ts";
-import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
+import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/inputs.ts";
 import { Interner, isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import {

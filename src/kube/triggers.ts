@@ -14,7 +14,7 @@
 
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import { FINALIZER, KIND } from "../crd/schema.ts";
-import { claimOf, connectionKeyOf, olderThan } from "../reconcile/claims.ts";
+import { claimOf, connectionKeyOf, olderThan } from "../reconcile/inputs.ts";
 import type { Controller } from "../runtime/controller.ts";
 import { OWNER_LABEL } from "../sharding/labels.ts";
 import { isOwnGroup, type KubeConfigMaps } from "./config-maps.ts";

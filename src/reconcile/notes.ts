@@ -8,7 +8,7 @@
  * Pure but {@link recordEvent}; never a secret value (the planner's summaries hold none).
  */
 
-import { claimedName } from "./claims.ts";
+import { claimedName } from "./inputs.ts";
 import type { FieldChange, NoopPlan, PatchPlan, Plan } from "./plan.ts";
 import type { EventsPort, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";

@@ -16,8 +16,8 @@ import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts"
 import { STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { flagDuration } from "../duration.ts";
 import { objectKey } from "../runtime/queue-records.ts";
-import { claimedName } from "./claims.ts";
 import {
+  claimedName,
   inlineSecrets,
   NONE_READ,
   pendingRebuild,

@@ -173,7 +173,7 @@ export type StoredResource = DeploymentResource & {
 export interface ResourcePort {
   /** The object as the watch cache has it; undefined when it does not exist. */
   get(ref: ResourceRef): StoredResource | undefined;
-  /** The resources making the claim `claim` (`claimOf` in claims.ts; an index of the cache: no scan). */
+  /** The resources making the claim `claim` (`claimOf` in inputs.ts; an index of the cache: no scan). */
   claimants(claim: string): StoredResource[];
   /** Sets the status of exactly `obj`'s version (conflict when the object changed since). */
   patchStatus(

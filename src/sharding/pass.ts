@@ -132,7 +132,7 @@ export const NOT_CREATED = 2 ** 31 - 1;
 /**
  * A `creationTimestamp` in whole seconds since the epoch. The API server writes it to the second
  * (RFC 3339, UTC), so the number orders resources as the reconciler's comparison of the strings
- * does (`olderThan` in reconcile/claims.ts), in a small integer of the record rather than a string.
+ * does (`olderThan` in reconcile/inputs.ts), in a small integer of the record rather than a string.
  */
 export function createdSeconds(timestamp: unknown): number {
   const ms = typeof timestamp === "string" ? Date.parse(timestamp) : Number.NaN;
@@ -141,7 +141,7 @@ export function createdSeconds(timestamp: unknown): number {
 
 /**
  * Whether `a` was created before `b`, ties broken by namespace, then name: the reconciler's order
- * of the rivals for one name (`olderThan` in reconcile/claims.ts), the older one holding it.
+ * of the rivals for one name (`olderThan` in reconcile/inputs.ts), the older one holding it.
  */
 export function createdBefore(a: ShardedResource, b: ShardedResource): boolean {
   if (a.created !== b.created) return a.created < b.created;

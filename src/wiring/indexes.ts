@@ -7,9 +7,15 @@ import { secretsOf } from "../connection/settings.ts";
 import { idOf } from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import { type DeploymentObject, objectKey } from "../kube/object.ts";
-import { CLAIM_INDEX, CONNECTION_INDEX, claimIndexer, connectionIndexer } from "../reconcile/claims.ts";
 import { POLL_INDEX, pollIndexer } from "../reconcile/conclude.ts";
-import { SECRET_INDEX, secretIndexer } from "../reconcile/inputs.ts";
+import {
+  CLAIM_INDEX,
+  CONNECTION_INDEX,
+  claimIndexer,
+  connectionIndexer,
+  SECRET_INDEX,
+  secretIndexer,
+} from "../reconcile/inputs.ts";
 
 // Each indexer lives with what it reads; the indexes are joined here.
 export { CLAIM_INDEX, CONNECTION_INDEX, POLL_INDEX, pollIndexer, SECRET_INDEX };

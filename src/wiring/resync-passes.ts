@@ -17,10 +17,10 @@ import {
   claimedName,
   connectionKeyOf,
   holdsClaim,
+  isPaused,
   olderThan,
   reachableDeployment,
-} from "../reconcile/claims.ts";
-import { isPaused } from "../reconcile/inputs.ts";
+} from "../reconcile/inputs.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
 import { startPass } from "../reconcile/service/freshness.ts";
 import type { ResyncOptions } from "../runtime/resync.ts";

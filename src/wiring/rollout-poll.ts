@@ -4,7 +4,7 @@
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
-import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
+import { connectionKeyOf, reachableDeployment } from "../reconcile/inputs.ts";
 import type { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import { POLL_INDEX } from "./indexes.ts";
 

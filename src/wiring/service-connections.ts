@@ -17,7 +17,7 @@ import {
 } from "../connection/registry.ts";
 import { DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
-import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
+import { CLAIM_INDEX, claimOn } from "../reconcile/inputs.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
 import { deploymentsPort, ServiceSession } from "../reconcile/service/session.ts";
 import type { Clock } from "../runtime/clock.ts";

@@ -17,7 +17,7 @@ import {
   OWNER_LABEL,
   writeShardLabels,
 } from "../kube/shards.ts";
-import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
+import { CLAIM_INDEX, claimOf } from "../reconcile/inputs.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import type { Runnable } from "../runtime/manager.ts";

@@ -33,7 +33,7 @@ import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS } from "../../src/kube/custom-resources.ts";
 import { readInstallKey } from "../../src/kube/install-key.ts";
 import { collectionPath, type DeploymentObject } from "../../src/kube/object.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import { OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "../../src/sharding/labels.ts";
 import { SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import { type RingChoice, RingChoices } from "../../src/sharding/ring-choices.ts";

@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import { decodeInheritance, INHERITANCE_ANNOTATION } from "../../src/sharding/inheritance.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";

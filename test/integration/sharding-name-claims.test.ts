@@ -1,12 +1,12 @@
 // Two Deployment resources that claim one service name on one connection: unsharded, the older
 // keeps the name and the other stalls (NameConflict), so the service never gets two writers for
-// one deployment (src/reconcile/claims.ts). Under `run --sharded` the claim check reads the
+// one deployment (src/reconcile/inputs.ts). Under `run --sharded` the claim check reads the
 // replica's label-selected cache, which holds its own share only: a rival owned by another
 // replica must still be seen, or both replicas write the same deployment. The ring places
 // resources by claim, so rivals always share a replica.
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";

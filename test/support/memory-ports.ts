@@ -25,8 +25,8 @@ import {
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
 import { DEFAULT_CONNECTION } from "../../src/crd/conventions.ts";
-import { claimOf, claimOn } from "../../src/reconcile/claims.ts";
 import { EXPORT_LABEL, EXPORT_LABEL_VALUE, exportDigest } from "../../src/reconcile/export.ts";
+import { claimOf, claimOn } from "../../src/reconcile/inputs.ts";
 import type {
   ConfigMapsPort,
   ConfigMapView,

@@ -9,7 +9,7 @@ import { API } from "typescript/unstable/sync";
 
 /** One import of one file of src/ by another, both relative to the repository root. */
 export interface ImportEdge {
-  /** The importing file, e.g. `src/reconcile/claims.ts`. */
+  /** The importing file, e.g. `src/reconcile/inputs.ts`. */
   readonly from: string;
   /** The imported file, e.g. `src/connection/settings.ts`. */
   readonly to: string;
@@ -197,7 +197,7 @@ function shortestCycle(graph: Graph, members: ReadonlySet<string>, start: string
 
 /**
  * A cycle written for a failing test: the path, then for each step the imports that make it,
- * e.g. `reconcile → connection → reconcile` then `reconcile → connection: src/reconcile/claims.ts
+ * e.g. `reconcile → connection → reconcile` then `reconcile → connection: src/reconcile/inputs.ts
  * imports src/connection/settings.ts`.
  */
 export function describeCycle(graph: Graph, path: readonly string[]): string {

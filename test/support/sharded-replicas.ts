@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import { readInstallKey } from "../../src/kube/install-key.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import { OWNER_LABEL, RING_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";

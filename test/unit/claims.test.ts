@@ -12,7 +12,7 @@ import {
   olderClaimant,
   reachableDeployment,
   refusalAware,
-} from "../../src/reconcile/claims.ts";
+} from "../../src/reconcile/inputs.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { SPEC } from "../support/agent-fixture.ts";
 

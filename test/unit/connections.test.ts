@@ -20,7 +20,7 @@ import { type ConnectionId, connectionKey, idOf } from "../../src/crd/convention
 import { parseSelector, type Selector } from "../../src/crd/label-selector.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { ServiceSession } from "../../src/reconcile/service/session.ts";
 import { objectKey } from "../../src/runtime/queue-records.ts";

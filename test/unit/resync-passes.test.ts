@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
 import { DEFAULT_CONNECTION } from "../../src/crd/conventions.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
-import { connectionKeyOf } from "../../src/reconcile/claims.ts";
+import { connectionKeyOf } from "../../src/reconcile/inputs.ts";
 import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
 import {
   deploymentPassScope,

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { ShareDeployments } from "../../src/kube/inherited-deployments.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
-import { CLAIM_INDEX, claimIndexer } from "../../src/reconcile/claims.ts";
+import { CLAIM_INDEX, claimIndexer } from "../../src/reconcile/inputs.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { initialEvents, kubeStub } from "../support/kube-stub.ts";
 

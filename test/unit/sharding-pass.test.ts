@@ -4,7 +4,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { olderThan } from "../../src/reconcile/claims.ts";
+import { olderThan } from "../../src/reconcile/inputs.ts";
 import type { MemberState, RingView, ShardLabels } from "../../src/sharding/assignment.ts";
 import { abandoned, type Hold, holdStep, memberState } from "../../src/sharding/holds.ts";
 import { DRAIN_ANY } from "../../src/sharding/labels.ts";

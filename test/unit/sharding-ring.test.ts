@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { claimOn } from "../../src/reconcile/claims.ts";
+import { claimOn } from "../../src/reconcile/inputs.ts";
 import {
   type MemberState,
   nextAction,

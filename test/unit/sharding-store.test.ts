@@ -12,7 +12,7 @@ import {
   SHARD_INDEXERS,
   type ShardObject,
 } from "../../src/kube/shards.ts";
-import { claimOf, connectionKeyOf } from "../../src/reconcile/claims.ts";
+import { claimOf, connectionKeyOf } from "../../src/reconcile/inputs.ts";
 import { CacheIndexes } from "../../src/runtime/compact.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { asksPass, shardInputsChanged } from "../../src/sharding/sharder-loop.ts";

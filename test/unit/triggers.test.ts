@@ -3,7 +3,7 @@ import { FINALIZER } from "../../src/crd/schema.ts";
 import type { DeploymentObject, KubeObject } from "../../src/kube/object.ts";
 import type { ReflectorHandlers } from "../../src/kube/reflector.ts";
 import { specOrMetaChanged, subscribeTriggers } from "../../src/kube/triggers.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/inputs.ts";
 import { WorkQueue } from "../../src/runtime/queue.ts";
 
 // Which updates of a Deployment resource bring a reconcile: anything but the operator's own
