@@ -43,7 +43,7 @@ import { listPages } from "../kube/listing.ts";
 import { collectionPath, decodeDeployment } from "../kube/object.ts";
 import { secretsPort } from "../kube/secrets.ts";
 import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
-import { deploymentsPort } from "../reconcile/service/session.ts";
+import { deploymentsPort } from "../reconcile/service/deployments-port.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";

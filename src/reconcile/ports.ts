@@ -1,7 +1,7 @@
 /**
  * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
- * client through `deploymentsPort` (`src/reconcile/service/session.ts`, with the session built
- * over it) and the Kubernetes adapters each beside its own (`src/kube/custom-resources.ts`,
+ * client through `deploymentsPort` (`src/reconcile/service/deployments-port.ts`, with the session
+ * built over it) and the Kubernetes adapters each beside its own (`src/kube/custom-resources.ts`,
  * `secrets.ts`, `events.ts`), wired in `src/main.ts` and `src/wiring/`.
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
@@ -10,7 +10,6 @@
 import type { LogPage, LogQuery } from "../api/revision-logs.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
 import type { ObjectRef } from "../runtime/queue-records.ts";
-import type { ReadAhead } from "./service/id-batches.ts";
 import type {
   CreateDeploymentBody,
   Deployment,
@@ -121,9 +120,17 @@ export interface RevisionRebuilds {
   createRevision(deploymentId: string, signal: AbortSignal): Promise<Revision | undefined>;
 }
 
+/** Ids a call with room asks besides its callers' (see `service/deployments-port.ts`), and where their answers go. */
+export interface ReadAhead {
+  /** At most `room` ids worth asking now, none of `asked`. */
+  ids(room: number, asked: ReadonlySet<string>): string[];
+  /** A deployment read ahead. */
+  found(deployment: Deployment): void;
+}
+
 /**
  * The service as one connection reaches it: every capability above. The adapter
- * (`deploymentsPort`, `src/reconcile/service/session.ts`) implements it and the composition root
+ * (`deploymentsPort`, `src/reconcile/service/deployments-port.ts`) implements it and the composition root
  * hands it to a connection's session, which gives each consumer only the capabilities it uses.
  */
 export interface DeploymentsPort
@@ -136,7 +143,7 @@ export interface DeploymentsPort
     RevisionRedeploys,
     RevisionRebuilds {
   /**
-   * Lookups by id with room in their call read these ahead (`service/id-batches.ts`); the
+   * Lookups by id with room in their call read these ahead (`service/deployments-port.ts`); the
    * session of a sharded replica gives its snapshot's (`RemoteSnapshot.readAhead`).
    */
   readAheadFrom?(ahead: ReadAhead | undefined): void;

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient, UNREADABLE_WARNINGS } from "../../src/api/client.ts";
-import { deploymentsPort } from "../../src/reconcile/service/session.ts";
+import { deploymentsPort } from "../../src/reconcile/service/deployments-port.ts";
 import { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";

@@ -6,8 +6,9 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
+import { deploymentsPort } from "../../src/reconcile/service/deployments-port.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
-import { deploymentsPort, ServiceSession } from "../../src/reconcile/service/session.ts";
+import { ServiceSession } from "../../src/reconcile/service/session.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

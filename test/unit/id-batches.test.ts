@@ -3,7 +3,7 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
-import { IdBatches, type IdListing, POLL_BATCH } from "../../src/reconcile/service/id-batches.ts";
+import { IdBatches, type IdListing, POLL_BATCH } from "../../src/reconcile/service/deployments-port.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
 import { remote } from "./plan-fixtures.ts";
 

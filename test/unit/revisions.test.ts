@@ -367,7 +367,7 @@ describe("the operator's log of a failed revision or log read", () => {
     const odd = `postgres://app:s3cr3t-Passw0rd@db/app${"x".repeat(5_000)}`;
     const client = new ServiceClient({ baseUrl: "http://127.0.0.1:9", apiKey: "k", retries: 0 });
     const logs = new LogCapture();
-    // The session's ports (session.ts), over the client that checks the ids.
+    // The session's ports (deployments-port.ts), over the client that checks the ids.
     const tracker = new RevisionTracker(
       { getRevision: (d, r, signal) => client.getRevision(d, r, { signal }) },
       logs.logger,

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { idBatches, POLL_BATCH } from "../../src/reconcile/service/id-batches.ts";
+import { idBatches, POLL_BATCH } from "../../src/reconcile/service/deployments-port.ts";
 import { AHEAD_WALK_MS, RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";

@@ -10,7 +10,7 @@ import { whilePaced } from "../../runtime/clock.ts";
 import { NameFilter } from "../../runtime/name-filter.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
-import { idBatches, POLL_BATCH } from "./id-batches.ts";
+import { idBatches, POLL_BATCH } from "./deployments-port.ts";
 
 /**
  * Unreadable items of a listing kept with what is known of them (their id, name and message),

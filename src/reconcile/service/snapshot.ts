@@ -30,9 +30,9 @@
 import { withDetailCut } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
-import type { DeploymentListings } from "../ports.ts";
+import type { DeploymentListings, ReadAhead } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
-import { idBatches, type POLL_BATCH, type ReadAhead } from "./id-batches.ts";
+import { idBatches, type POLL_BATCH } from "./deployments-port.ts";
 import { ListingDeadlineError, SnapshotReader } from "./snapshot-reader.ts";
 import { SnapshotStore } from "./snapshot-store.ts";
 
@@ -169,7 +169,7 @@ export class RemoteSnapshot extends SnapshotStore {
   }
 
   /**
-   * Sharded: what lookups by id with room in their call read ahead (`id-batches.ts`): the share's
+   * Sharded: what lookups by id with room in their call read ahead (`deployments-port.ts`): the share's
    * ids this snapshot holds no entry for, the share gone through once and then not again for
    * {@link AHEAD_WALK_MS} (a share inherited or released to the replica is read in full calls
    * instead of a call per few reconciles; a settled share costs a walk at most that often). What
