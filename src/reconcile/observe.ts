@@ -188,7 +188,7 @@ export class Observer {
 export function listingGuard(
   run: Pick<Connected, "obj" | "session" | "seen">,
 ): (SyncOutcome & { kind: "failed" }) | undefined {
-  const missed = run.session.listingFailure();
+  const missed = run.session.snapshot.listingFailure();
   if (missed?.kind === "failed") {
     run.seen.unread = true;
     throw missed.error;

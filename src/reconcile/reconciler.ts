@@ -332,7 +332,7 @@ export class DeploymentReconciler {
     // enqueues each of them again, failed or not. Not retried on its own backoff besides, and
     // said once: a thousand resources would otherwise log, write an Event and wake again each,
     // for as long as the service is down.
-    const listing = run.session?.listingFailure();
+    const listing = run.session?.snapshot.listingFailure();
     const ofListing = listing?.kind === "failed" && listing.error === error;
     const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
     // Said already, word for word: the status shows nothing a read of the values would scrub.

@@ -4,8 +4,9 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
+import { CreatePace } from "../../src/reconcile/service/create-pace.ts";
 import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
-import { CreatePace, ServiceSession } from "../../src/reconcile/service/session.ts";
+import { ServiceSession } from "../../src/reconcile/service/session.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";
 import { inReconcile } from "../../src/runtime/controller.ts";
 import { createLogger } from "../../src/runtime/log.ts";

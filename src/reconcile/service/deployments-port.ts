@@ -1,6 +1,7 @@
 /**
  * The service's deployments as the reconciler's port: the client adapted ({@link deploymentsPort},
- * one per connection), its lookups by id coalesced into `deployment_ids` calls ({@link IdBatches}).
+ * one per connection), its lookups by id coalesced into `deployment_ids` calls ({@link IdBatches}),
+ * and the session's writes over it, which keep the snapshot's books ({@link writingThrough}).
  *
  * The service has no GET by id: a lookup by id is a listing filtered by `deployment_ids`, and
  * each one costs a request and a token of the connection's rate limit. When many resources look
@@ -39,22 +40,18 @@
  * it asked, never one sent before.
  */
 import type { ServiceClient } from "../../api/client.ts";
-import type { ListDeploymentsOptions } from "../../api/client-options.ts";
 import { isServiceError } from "../../api/errors.ts";
-import type { DeploymentsPort, ReadAhead } from "../ports.ts";
-import type { Deployment, DeploymentFilters, UnreadableDeployment } from "../service-types.ts";
+import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, ReadAhead } from "../ports.ts";
+import type { Deployment, UnreadableDeployment } from "../service-types.ts";
 import { isUuid } from "../service-types.ts";
+import type { CreatePace } from "./create-pace.ts";
+import { deploymentsByIds, deploymentsNamed, FULL_PAGE, listing } from "./deployment-listings.ts";
 import { UnreadableDeploymentError } from "./lookup-errors.ts";
-
-/** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
-const UNREADABLE_KEPT = 100;
-
-/** Page size of the full listings: the spec's maximum, so N deployments cost ceil(N/100) calls. */
-const FULL_PAGE = 100;
+import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 
 /**
- * Adapts `client` to {@link DeploymentsPort}; `findByName` keeps exact matches of `name_contains`,
- * and concurrent `getById` calls are coalesced: build one port per connection.
+ * Adapts `client` to {@link DeploymentsPort}, its listings those of `deployment-listings.ts`;
+ * concurrent `getById` calls are coalesced: build one port per connection.
  */
 export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   // Lookups by id waiting at the same moment share `deployment_ids` calls (see IdBatches below).
@@ -75,43 +72,8 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
           throw new UnreadableDeploymentError(error.detail);
         throw error;
       }),
-    getByIds: async (ids, signal) => {
-      // The answer has at most ids.length items: stop once every id came, with no empty last page.
-      const wanted = new Set(ids);
-      const found: Deployment[] = [];
-      if (wanted.size === 0) return found;
-      const listing = client.listDeployments(
-        { deployment_ids: [...wanted] },
-        { pageSize: FULL_PAGE, signal },
-      );
-      for await (const deployment of listing) {
-        if (!wanted.delete(deployment.id)) continue;
-        found.push(deployment);
-        if (wanted.size === 0) break;
-      }
-      return found;
-    },
-    findByName: async (name, signal) => {
-      const deployments: Deployment[] = [];
-      const unreadable: UnreadableDeployment[] = [];
-      await listing(
-        client,
-        { name_contains: name },
-        { signal, enoughAfterShortPage: () => deployments.length > 0 },
-        (d) => {
-          // A service repeating an item on a later page lists it once; past two, the name is
-          // ambiguous however many more there are, and none is kept.
-          if (d.name === name && deployments.length < 2 && !deployments.some((o) => o.id === d.id))
-            deployments.push(d);
-        },
-        (item) => {
-          // Only an item that may be this name's matters, and the first few say so.
-          const mayBe = item.name === undefined || item.name === name;
-          if (mayBe && unreadable.length < UNREADABLE_KEPT) unreadable.push(item);
-        },
-      );
-      return { deployments, unreadable };
-    },
+    getByIds: (ids, signal) => deploymentsByIds(client, ids, signal),
+    findByName: (name, signal) => deploymentsNamed(client, name, signal),
     listAll: (signal, each, skipped) => listing(client, {}, { signal }, each, skipped),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
@@ -131,20 +93,56 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   };
 }
 
-/** Every page of a listing, each item handed to `each` as read and each one skipped to `skipped`. */
-async function listing(
-  client: ServiceClient,
-  filters: DeploymentFilters,
-  opts: Pick<ListDeploymentsOptions, "signal" | "enoughAfterShortPage">,
-  each: (deployment: Deployment) => void,
-  skipped: (item: UnreadableDeployment) => void,
-): Promise<void> {
-  for await (const deployment of client.listDeployments(filters, {
-    pageSize: FULL_PAGE,
-    ...opts,
-    onUnreadable: skipped,
-  }))
-    each(deployment);
+/** What a write records in the connection's snapshot (`SnapshotStore`, snapshot-store.ts). */
+interface WriteBooks {
+  remember(deployment: Deployment): void;
+  observed(deployment: Deployment): void;
+  forget(id: string): void;
+}
+
+/**
+ * `port` whose writes update `snapshot` (the session's `service`):
+ * - a create or a PATCH remembers what it answered (a create's deployment stays unlisted until a
+ *   read shows it); a PATCH or a delete answered 404 forgets the deployment;
+ * - a create refused because the name is taken (409: someone created the deployment after the
+ *   listing the reconcile read) looks the name up, so that the retry adopts what it finds, then
+ *   fails with the service's answer; or, when no deployment holds the name and the answer speaks
+ *   of a tracing project, with {@link NameReservedError}.
+ */
+export function writingThrough(
+  port: DeploymentLookups & DeploymentWrites,
+  snapshot: WriteBooks,
+  pace: CreatePace,
+): DeploymentLookups & DeploymentWrites {
+  const forgetIfGone = (id: string, error: unknown): never => {
+    if (isServiceError(error, "not_found")) snapshot.forget(id);
+    throw error;
+  };
+  return {
+    getById: (id, signal) => port.getById(id, signal),
+    findByName: (name, signal) => pace.timed("lookup", () => port.findByName(name, signal)),
+    create: async (body, signal) => {
+      const post = () => port.create(body, signal);
+      const created = await pace.timed("post", post).catch(async (error: unknown) => {
+        if (!isServiceError(error, "conflict")) throw error;
+        const { deployments, unreadable } = await port.findByName(body.name, signal);
+        for (const deployment of deployments) snapshot.observed(deployment);
+        // No deployment holds the name, and the service speaks of a tracing project: see name-reserved.ts.
+        if (deployments.length === 0 && unreadable.length === 0 && isTracingProjectConflict(error))
+          throw new NameReservedError(body.name, error);
+        throw error;
+      });
+      snapshot.remember(created);
+      return created;
+    },
+    patch: async (id, body, signal) => {
+      const updated = await port.patch(id, body, signal).catch((error: unknown) => forgetIfGone(id, error));
+      snapshot.remember(updated);
+      return updated;
+    },
+    delete: (id, signal, options) =>
+      port.delete(id, signal, options).catch((error: unknown) => forgetIfGone(id, error)),
+  };
 }
 
 /** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */

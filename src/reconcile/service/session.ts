@@ -9,10 +9,7 @@
  * service said without the caller recording it.
  */
 import type { Logger } from "pino";
-import { isServiceError } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
-import { whilePaced } from "../../runtime/clock.ts";
-import { outsideReconcile } from "../../runtime/log.ts";
 import type {
   DeploymentLookups,
   DeploymentsPort,
@@ -22,13 +19,13 @@ import type {
 } from "../ports.ts";
 import { RepoListings } from "../repo-listings.ts";
 import type { InheritedWindows } from "../rollout-gate.ts";
-import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
+import { CreatePace } from "./create-pace.ts";
+import { writingThrough } from "./deployments-port.ts";
 import { Rebuilder } from "./rebuilder.ts";
 import { RevisionRedeployer } from "./redeployer.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
 import { RemoteSnapshot, type RemoteSnapshotOptions } from "./snapshot.ts";
-import type { ListingFailure } from "./snapshot-store.ts";
 import { UnansweredWrites } from "./unanswered-writes.ts";
 
 /**
@@ -85,129 +82,6 @@ export class ServiceSession {
     this.redeploys = new RevisionRedeployer(redeployingThrough(service, this.snapshot), options.logger);
     this.rebuilds = new Rebuilder(service, options.logger);
   }
-
-  /**
-   * Why this connection's last listing missed its deadline or failed, until one succeeds: its
-   * calls may hang as the listing did, so its resources make none meanwhile.
-   */
-  listingFailure(): ListingFailure | undefined {
-    return this.snapshot.listingFailure();
-  }
-}
-
-/**
- * `port` whose writes update `snapshot`:
- * - a create or a PATCH remembers what it answered (a create's deployment stays unlisted until a
- *   read shows it); a PATCH or a delete answered 404 forgets the deployment;
- * - a create refused because the name is taken (409: someone created the deployment after the
- *   listing the reconcile read) looks the name up, so that the retry adopts what it finds, then
- *   fails with the service's answer; or, when no deployment holds the name and the answer speaks
- *   of a tracing project, with {@link NameReservedError}.
- */
-function writingThrough(
-  port: DeploymentLookups & DeploymentWrites,
-  snapshot: RemoteSnapshot,
-  pace: CreatePace,
-): DeploymentLookups & DeploymentWrites {
-  const forgetIfGone = (id: string, error: unknown): never => {
-    if (isServiceError(error, "not_found")) snapshot.forget(id);
-    throw error;
-  };
-  return {
-    getById: (id, signal) => port.getById(id, signal),
-    findByName: (name, signal) => pace.timed("lookup", () => port.findByName(name, signal)),
-    create: async (body, signal) => {
-      const post = () => port.create(body, signal);
-      const created = await pace.timed("post", post).catch(async (error: unknown) => {
-        if (!isServiceError(error, "conflict")) throw error;
-        const { deployments, unreadable } = await port.findByName(body.name, signal);
-        for (const deployment of deployments) snapshot.observed(deployment);
-        // No deployment holds the name, and the service speaks of a tracing project: see name-reserved.ts.
-        if (deployments.length === 0 && unreadable.length === 0 && isTracingProjectConflict(error))
-          throw new NameReservedError(body.name, error);
-        throw error;
-      });
-      snapshot.remember(created);
-      return created;
-    },
-    patch: async (id, body, signal) => {
-      const updated = await port.patch(id, body, signal).catch((error: unknown) => forgetIfGone(id, error));
-      snapshot.remember(updated);
-      return updated;
-    },
-    delete: (id, signal, options) =>
-      port.delete(id, signal, options).catch((error: unknown) => forgetIfGone(id, error)),
-  };
-}
-
-/** A part of a create whose time {@link CreatePace} keeps. */
-export type CreatePart = "lookup" | "post" | "intent";
-
-/**
- * Where a connection's creates spend their time: per part (the lookup by name before a create,
- * the create intent's status write, the POST), how many and how long, and of the service calls'
- * time how much was the wait for a token of the connection's rate limit (`--qps`). Said once a
- * minute at info while creates run, so that a team creating thousands of resources sees whether
- * the rate limit, the service or the API server sets their pace; nothing is kept per resource.
- */
-export class CreatePace {
-  readonly #clock: Clock;
-  readonly #logger: Logger;
-  #since: number;
-  #parts = newParts();
-
-  constructor(clock: Clock, logger: Logger) {
-    this.#clock = clock;
-    this.#logger = logger;
-    this.#since = clock.now();
-  }
-
-  /** Runs `work` as the part `part` of a create, its time and its waits for a token counted. */
-  async timed<T>(part: CreatePart, work: () => Promise<T>): Promise<T> {
-    const started = this.#clock.now();
-    let waitedMs = 0;
-    try {
-      return await whilePaced((ms) => {
-        waitedMs += ms;
-      }, work);
-    } finally {
-      const kept = this.#parts[part];
-      kept.count += 1;
-      kept.ms += this.#clock.now() - started;
-      kept.waitedMs += waitedMs;
-      this.#sayIfDue();
-    }
-  }
-
-  /** Says what the last minute's creates spent, if a minute has passed and any POST was made. */
-  #sayIfDue(): void {
-    const now = this.#clock.now();
-    if (now - this.#since < 60_000) return;
-    const parts = this.#parts;
-    const seconds = Math.round((now - this.#since) / 1000);
-    this.#since = now;
-    this.#parts = newParts();
-    if (parts.post.count === 0) return;
-    const mean = (ms: number, count: number) => (count === 0 ? 0 : Math.round(ms / count));
-    const each = Object.fromEntries(
-      Object.entries(parts).map(([part, p]) => [
-        part,
-        { count: p.count, meanMs: mean(p.ms, p.count), meanRateLimitWaitMs: mean(p.waitedMs, p.count) },
-      ]),
-    );
-    // The connection's line, not the resource's whose create ended the minute.
-    outsideReconcile(() =>
-      this.#logger.info({ creates: each, seconds }, "creates through this connection: where their time went"),
-    );
-  }
-}
-
-function newParts(): Record<CreatePart, { count: number; ms: number; waitedMs: number }> {
-  return {
-    lookup: { count: 0, ms: 0, waitedMs: 0 },
-    intent: { count: 0, ms: 0, waitedMs: 0 },
-    post: { count: 0, ms: 0, waitedMs: 0 },
-  };
 }
 
 /**
