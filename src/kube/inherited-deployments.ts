@@ -62,7 +62,7 @@ class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourc
   }
 }
 
-/** Which claims an inherited watch keeps (`claims.ts`, `claimOf`: the ring places resources by them). */
+/** Which claims an inherited watch keeps (`reconcile/inputs.ts`, `claimOf`: the ring places resources by them). */
 export type KeepClaim = (claim: string) => boolean;
 
 /** A share listed ahead of a take, until an inherit adopts it or its signal aborts. */

@@ -222,7 +222,7 @@ const SHARD_STRINGS = new Interner(1024);
  * A Deployment resource from the wire as the sharder keeps it (see {@link ShardObject}): a few
  * hundred bytes whatever the size of its spec and status. Read tolerantly: a spec without a
  * usable `name` claims `metadata.name`, one without a usable `connectionRef` the default
- * connection, as the reconciler reads them (`reconcile/claims.ts`). Both are bounded by the CRD
+ * connection, as the reconciler reads them (`reconcile/inputs.ts`). Both are bounded by the CRD
  * (253 characters each) and immutable once set (its validation rules).
  */
 export function decodeShardObject(raw: unknown): ShardObject | undefined {

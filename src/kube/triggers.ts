@@ -175,7 +175,7 @@ export function subscribeConnectionTriggers(t: ConnectionTriggers): void {
 export interface NamespaceTriggers {
   /** The deployments' cache index by namespace. */
   namespaceIndex: string;
-  /** The deployments' cache index by claim (see `claims.ts`). */
+  /** The deployments' cache index by claim (see `reconcile/inputs.ts`). */
   claimIndex: string;
   deploymentController: Pick<Controller, "enqueue">;
   connectionController: Pick<Controller, "enqueue">;

@@ -278,7 +278,7 @@ export function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
-/** The key of the connection a resource uses (see `crd/connection-ref.ts`). */
+/** The key of the connection a resource uses (see `crd/conventions.ts`). */
 export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 
