@@ -8,8 +8,8 @@
  * selectors allow every namespace. Pure over the namespace labels it is given.
  *
  * Their share: each connection's fair share of the Deployment controller's workers: the flow of a
- * resource's key (the connection it uses, read from the watch cache: one lookup, no scan), the cap
- * of reconciles per flow, and the report of the resources that wait for their connection's share.
+ * resource's key (the connection it uses, read from the watch cache: one lookup, no scan;
+ * `connectionFlowOf`, in `crd/conventions.ts` with the connections' keys), the cap of reconciles per flow, and the report of the resources that wait for their connection's share.
  * A ServiceConnection belongs to one namespace, which may make many: the ServiceConnections of a
  * namespace are one flow together, a part each, so the cap holds for the namespace's own
  * connections together (a tenant's hundred connections to a slow service hold its one cap, not a
@@ -26,7 +26,7 @@ import {
   type ConnectionSpec,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type ConnectionId, connectionKey, connectionOf, describeConnection } from "../crd/conventions.ts";
+import { type ConnectionId, connectionFlowOf, connectionOf, describeConnection } from "../crd/conventions.ts";
 import {
   describeFix,
   formatSelector,
@@ -43,7 +43,6 @@ import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts
 import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
 import { inTurns } from "../runtime/in-turns.ts";
-import type { FlowOf, KeyFlow } from "../runtime/queue.ts";
 import { parseObjectKey } from "../runtime/queue-records.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
@@ -72,11 +71,14 @@ const PENDING: Access = { kind: "pending" };
 /** See the module comment. */
 export class NamespaceAccess {
   readonly #o: NamespaceAccessOptions;
+  /** Whether `--default-connection-namespace-selector` limits the default connection's users. */
+  readonly limitsDefault: boolean;
   /** Parsed selectors, by the spec object the watch cache holds (replaced on every change). */
   readonly #parsed = new WeakMap<object, SelectorResult>();
 
   constructor(options: NamespaceAccessOptions = {}) {
     this.#o = options;
+    this.limitsDefault = options.defaultSelector !== undefined;
   }
 
   /**
@@ -179,52 +181,6 @@ const REPORT_WRITE_MS = 10_000;
  * that the reports do not crowd the other tenants' writes to the API server.
  */
 const REPORT_SPACING_MS = 25;
-
-/**
- * The flow of a Deployment key: for a ServiceConnection, its namespace's flow (a name no
- * connection's key can be) with the connection as its part; for a shared connection, the
- * connection's key with the namespace as its part. Either way the keys waiting at a cap are
- * counted under their connection's key (a namespace's connection while it has reconciles running;
- * the others of the namespace under its flow's name: queue-flows.ts `waitingAtCap`).
- */
-export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): FlowOf {
-  return (key) => {
-    const ref = parseObjectKey(key);
-    const connectionRef = deployments.get(ref)?.spec.connectionRef;
-    const id = connectionOf(ref.namespace, connectionRef);
-    const connection = connectionKey(id);
-    return id?.kind === SERVICE_CONNECTION_KIND
-      ? { flow: namespaceFlow(ref.namespace), part: connection, label: connection }
-      : { flow: connection, part: ref.namespace };
-  };
-}
-
-/**
- * The flow of a connection's check (its key): a ServiceConnection's namespace's, so that a
- * namespace's many connections whose service never answers hold one cap of the checks, not one
- * each; a ClusterServiceConnection (the cluster's administrators') and the default are their own.
- */
-export function connectionCheckFlowOf(key: string): KeyFlow {
-  const owner = shareOwnerOf(key);
-  return owner === key ? { flow: key } : { flow: owner, part: key };
-}
-
-/**
- * The tenant whose share a connection's work spends (the connection check's workers, the memory
- * of its answers in flight): a ServiceConnection's namespace ({@link namespaceFlow}), for a
- * namespace may make many; a ClusterServiceConnection (the cluster's administrators') and the
- * default connection are their own.
- */
-export function shareOwnerOf(connectionKey: string): string {
-  const slash = connectionKey.indexOf("/");
-  if (connectionKey.slice(0, slash) !== SERVICE_CONNECTION_KIND) return connectionKey;
-  return namespaceFlow(parseObjectKey(connectionKey.slice(slash + 1)).namespace);
-}
-
-/** The flow of a namespace's own connections (connection keys start with a kind, never `namespace/`). */
-function namespaceFlow(namespace: string): string {
-  return `namespace/${namespace}`;
-}
 
 /**
  * The Deployment controller's options for fair shares: the flow of each key, the cap, and the

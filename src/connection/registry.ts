@@ -141,8 +141,11 @@ export class ConnectionRegistry implements ConnectionSessions {
     const namespace = obj.metadata.namespace ?? "";
     const id = connectionOf(namespace, obj.spec.connectionRef);
     if (!id) {
-      const access = this.access.check(namespace, undefined);
-      return access.kind === "allowed" ? { kind: "ready", session: this.#o.defaultSession } : access;
+      // Without --default-connection-namespace-selector every namespace may use it: nothing to check.
+      const access = this.access.limitsDefault ? this.access.check(namespace, undefined) : undefined;
+      return !access || access.kind === "allowed"
+        ? { kind: "ready", session: this.#o.defaultSession }
+        : access;
     }
     if (!this.#o.connections.watches(id.kind))
       return {
@@ -158,8 +161,12 @@ export class ConnectionRegistry implements ConnectionSessions {
             ? `${describeConnection(id)} not found: a Deployment uses a ServiceConnection of its own namespace only; create it there, or use a ClusterServiceConnection`
             : `${describeConnection(id)} not found: create it, or fix spec.connectionRef`,
       };
-    const access = this.access.check(namespace, id, found.spec);
-    if (access.kind !== "allowed") return access;
+    // Only a ClusterServiceConnection's spec.namespaceSelector limits its users (a ServiceConnection
+    // is its namespace's own, as connectionOf ensures).
+    if (id.kind === CLUSTER_SERVICE_CONNECTION_KIND && found.spec.namespaceSelector) {
+      const access = this.access.check(namespace, id, found.spec);
+      if (access.kind !== "allowed") return access;
+    }
     const key = connectionKey(id);
     const problem = this.#unusable.get(key);
     if (problem) return unavailable(id, problem);

@@ -1,6 +1,6 @@
 /**
  * The operator's conventions, one way for every kind: pure, and low in the module graph (it imports
- * only the printable-text leaf of `api/`, the connection kinds and the queue's key format), so that
+ * only the printable-text leaf of `api/`, the connection kinds and the queue's key and flow types), so that
  * every folder above `api/` speaks them without a cycle and without importing each other:
  *
  * - Conditions as kstatus reads them, on every kind the operator writes the status of (the
@@ -10,10 +10,12 @@
  *   (redacted, cut) by the kind that wrote them, and leave as one printable line.
  * - How connections are named and keyed: which connection a Deployment resource means by its
  *   `spec.connectionRef`, the key the connection controller's queue, the session registry and the
- *   claim index share, and how `status.connection` and messages name one (the connection's
- *   service settings are `connection/settings.ts`).
+ *   claim index share, how `status.connection` and messages name one, and the flow (the tenant's
+ *   share of the workers) a resource's or a connection's key is queued in (the connection's
+ *   service settings are `connection/settings.ts`; who may use it, `connection/access.ts`).
  */
 import { printableLine } from "../api/printable.ts";
+import type { FlowOf, KeyFlow } from "../runtime/queue-flows.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-records.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -196,4 +198,52 @@ export function connectionLabel(ref: ConnectionRef | undefined): string {
 /** How messages name a connection object, namespace included: `ServiceConnection team-a/prod`. */
 export function describeConnection(id: ConnectionId): string {
   return `${id.kind} ${objectKey(id)}`;
+}
+
+/**
+ * The flow of a Deployment key: for a ServiceConnection, its namespace's flow (a name no
+ * connection's key can be) with the connection as its part; for a shared connection, the
+ * connection's key with the namespace as its part. Either way the keys waiting at a cap are
+ * counted under their connection's key (a namespace's connection while it has reconciles running;
+ * the others of the namespace under its flow's name: `runtime/queue-flows.ts` `waitingAtCap`).
+ */
+export function connectionFlowOf(deployments: {
+  get(ref: ObjectRef): { spec: { connectionRef?: ConnectionRef | undefined } } | undefined;
+}): FlowOf {
+  return (key) => {
+    const ref = parseObjectKey(key);
+    const connectionRef = deployments.get(ref)?.spec.connectionRef;
+    const id = connectionOf(ref.namespace, connectionRef);
+    const connection = connectionKey(id);
+    return id?.kind === SERVICE_CONNECTION_KIND
+      ? { flow: namespaceFlow(ref.namespace), part: connection, label: connection }
+      : { flow: connection, part: ref.namespace };
+  };
+}
+
+/**
+ * The flow of a connection's check (its key): a ServiceConnection's namespace's, so that a
+ * namespace's many connections whose service never answers hold one cap of the checks, not one
+ * each; a ClusterServiceConnection (the cluster's administrators') and the default are their own.
+ */
+export function connectionCheckFlowOf(key: string): KeyFlow {
+  const owner = shareOwnerOf(key);
+  return owner === key ? { flow: key } : { flow: owner, part: key };
+}
+
+/**
+ * The tenant whose share a connection's work spends (the connection check's workers, the memory
+ * of its answers in flight): a ServiceConnection's namespace ({@link namespaceFlow}), for a
+ * namespace may make many; a ClusterServiceConnection (the cluster's administrators') and the
+ * default connection are their own.
+ */
+export function shareOwnerOf(connectionKey: string): string {
+  const slash = connectionKey.indexOf("/");
+  if (connectionKey.slice(0, slash) !== SERVICE_CONNECTION_KIND) return connectionKey;
+  return namespaceFlow(parseObjectKey(connectionKey.slice(slash + 1)).namespace);
+}
+
+/** The flow of a namespace's own connections (connection keys start with a kind, never `namespace/`). */
+function namespaceFlow(namespace: string): string {
+  return `namespace/${namespace}`;
 }

@@ -5,10 +5,9 @@
  */
 import type { Logger } from "pino";
 import type { ServiceConfig } from "../config.ts";
-import { connectionCheckFlowOf } from "../connection/access.ts";
 import { ConnectionReconciler } from "../connection/controller.ts";
 import type { ConnectionRegistry } from "../connection/registry.ts";
-import { connectionKey, idOf } from "../crd/conventions.ts";
+import { connectionCheckFlowOf, connectionKey, idOf } from "../crd/conventions.ts";
 import { ConflictError } from "../kube/errors.ts";
 import { type KubeEventRecorder, regardingOf } from "../kube/events.ts";
 import { secretsPort } from "../kube/secrets.ts";

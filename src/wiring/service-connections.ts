@@ -8,14 +8,14 @@ import type { AddressPolicy } from "../api/address-policy.ts";
 import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
 import { ServiceClient, type ServiceClientOptions } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
-import { NamespaceAccess, shareOwnerOf } from "../connection/access.ts";
+import { NamespaceAccess } from "../connection/access.ts";
 import { NamespaceOrder } from "../connection/namespace-order.ts";
 import {
   ConnectionRegistry,
   type ConnectionService,
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
-import { DEFAULT_CONNECTION } from "../crd/conventions.ts";
+import { DEFAULT_CONNECTION, shareOwnerOf } from "../crd/conventions.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/inputs.ts";
 import type { StoredResource } from "../reconcile/ports.ts";

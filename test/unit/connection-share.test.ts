@@ -1,15 +1,11 @@
 /**
- * The wiring of each connection's share (connection/access.ts): a key's flow from the watch
+ * The wiring of each connection's share (connection/access.ts, its flows crd/conventions.ts): a key's flow from the watch
  * cache, and the report of a resource waiting at its connection's cap, one status write per wait.
  */
 import { pino } from "pino";
 import { describe, expect, it, vi } from "vitest";
-import {
-  connectionCheckFlowOf,
-  connectionFlowOf,
-  connectionShares,
-  shareWaitMessage,
-} from "../../src/connection/access.ts";
+import { connectionShares, shareWaitMessage } from "../../src/connection/access.ts";
+import { connectionCheckFlowOf, connectionFlowOf } from "../../src/crd/conventions.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import type { KubeDeployments } from "../../src/kube/custom-resources.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
