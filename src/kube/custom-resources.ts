@@ -9,7 +9,7 @@ import { type DeploymentResourceStatus, GROUP, KIND, PLURAL, VERSION } from "../
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
-import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
+import { ConflictError, isNotFound, KubeApiError, raceAsConflict } from "./errors.ts";
 import {
   type DeploymentObject,
   decodeCustomResource,
@@ -150,7 +150,7 @@ export class CustomResources<
       const residue = live && statusResidue(live.status, status);
       if (!live || !residue?.length) throw err;
       const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion).catch(
-        this.#raceAsConflict(live),
+        raceAsConflict(this.#refusals, objectKey(refOf(live))),
       );
       written = await this.#applyStatus(
         ref,
@@ -209,7 +209,7 @@ export class CustomResources<
       current.length === 0
         ? { op: "add", path: "/metadata/finalizers", value: [finalizer] }
         : { op: "add", path: "/metadata/finalizers/-", value: finalizer };
-    return this.#jsonPatch(obj, [add], signal).catch(this.#raceAsConflict(obj));
+    return this.#jsonPatch(obj, [add], signal).catch(raceAsConflict(this.#refusals, objectKey(refOf(obj))));
   }
 
   /**
@@ -221,7 +221,7 @@ export class CustomResources<
     const index = (obj.metadata.finalizers ?? []).indexOf(finalizer);
     if (index < 0) return obj;
     return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal).catch(
-      this.#raceAsConflict(obj),
+      raceAsConflict(this.#refusals, objectKey(refOf(obj))),
     );
   }
 
@@ -255,33 +255,6 @@ export class CustomResources<
     return obj;
   }
 
-  /**
-   * Rethrows a JSON Patch's {@link removalRaced} 422 on `obj` as the race it is, a
-   * {@link ConflictError} (re-read and retried quietly), unless `obj`'s writes met it
-   * {@link REFUSALS_IN_A_ROW} times in a row: a race does not repeat once the object is read
-   * again, a validating admission webhook denying the write with a bare 422 does, and retried
-   * quietly it would never be said. From then on it is the refusal it is, naming what the API
-   * server answered (reported, and retried with the failure's backoff).
-   */
-  #raceAsConflict(obj: T): (err: unknown) => never {
-    return (err) => {
-      if (!removalRaced(err)) throw err;
-      const key = objectKey(refOf(obj));
-      const refused = (this.#refusals.get(key) ?? 0) + 1;
-      this.#refusals.delete(key);
-      if (this.#refusals.size >= MAX_REFUSALS_KEPT)
-        this.#refusals.delete(this.#refusals.keys().next().value ?? "");
-      this.#refusals.set(key, refused);
-      if (refused < REFUSALS_IN_A_ROW) throw new ConflictError(409, "Conflict", err.message, { cause: err });
-      throw new KubeApiError(
-        422,
-        err.reason,
-        `${err.message} (answered ${refused} times in a row, after a fresh read each time: not a race with another writer; a validating admission webhook, or another admission check, denies the write without naming a cause: its configuration or log says why)`,
-        { cause: err, detailed: true },
-      );
-    };
-  }
-
   #decode(raw: unknown): T {
     const obj = this.#decodeRaw(raw);
     if (!obj) throw new Error(`the API server returned a ${this.#type.kind} without metadata or spec`);
@@ -292,26 +265,6 @@ export class CustomResources<
     return itemPath(this.#type, this.#type.clusterScoped ? { name: ref.name } : ref);
   }
 }
-
-/**
- * A JSON Patch's 422 under a resourceVersion precondition: the API server applies the patch before
- * it checks the resourceVersion, so a path another writer removed since the object was read (a
- * status field, a condition, the finalizer list or its entry) fails there rather than as a 409.
- * That 422 is bare (its Status names neither the object nor a cause); a 422 that does (a CRD
- * schema or CEL rule, a ValidatingAdmissionPolicy refusing the write) is a refusal, not a race,
- * and stays the error it is, reported like any failure rather than retried quietly.
- */
-const removalRaced = (err: unknown): err is KubeApiError =>
-  err instanceof KubeApiError && err.status === 422 && !err.detailed;
-
-/**
- * Bare 422s in a row on one object's writes after which they are a refusal, not a race: with the
- * retry's backoff (1 s doubling, full jitter), said within some 15 s of the first.
- */
-export const REFUSALS_IN_A_ROW = 5;
-
-/** Objects whose run of bare 422s is kept at most: one dropped only delays its report. */
-const MAX_REFUSALS_KEPT = 10_000;
 
 /** A JSON Pointer token: `~` and `/` escaped. */
 const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");

@@ -1,6 +1,7 @@
 /**
  * Typed failures of calls to the Kubernetes API server, so callers branch on a class (a 409 means
- * "requeue quietly", a 404 often means "already gone") instead of parsing messages.
+ * "requeue quietly", a 404 often means "already gone") instead of parsing messages; and which
+ * bare 422 of a JSON Patch is a race read as a 409, which a refusal ({@link raceAsConflict}).
  */
 
 /**
@@ -117,3 +118,49 @@ export function apiErrorFrom(
 
 /** True when `err` is a 404 from the API server. */
 export const isNotFound = (err: unknown): err is NotFoundError => err instanceof NotFoundError;
+
+/**
+ * A JSON Patch's 422 under a resourceVersion precondition: the API server applies the patch before
+ * it checks the resourceVersion, so a path another writer removed since the object was read (a
+ * status field, a condition, the finalizer list or its entry) fails there rather than as a 409.
+ * That 422 is bare (its Status names neither the object nor a cause); a 422 that does (a CRD
+ * schema or CEL rule, a ValidatingAdmissionPolicy refusing the write) is a refusal, not a race,
+ * and stays the error it is, reported like any failure rather than retried quietly.
+ */
+const removalRaced = (err: unknown): err is KubeApiError =>
+  err instanceof KubeApiError && err.status === 422 && !err.detailed;
+
+/**
+ * Bare 422s in a row on one object's writes after which they are a refusal, not a race: with the
+ * retry's backoff (1 s doubling, full jitter), said within some 15 s of the first.
+ */
+export const REFUSALS_IN_A_ROW = 5;
+
+/** Objects whose run of bare 422s is kept at most: one dropped only delays its report. */
+const MAX_REFUSALS_KEPT = 10_000;
+
+/**
+ * Rethrows a JSON Patch's {@link removalRaced} 422 on the object `key` as the race it is, a
+ * {@link ConflictError} (re-read and retried quietly), unless its writes met it
+ * {@link REFUSALS_IN_A_ROW} times in a row (counted in `refusals`, by object, until a write of it
+ * is answered): a race does not repeat once the object is read again, a validating admission
+ * webhook denying the write with a bare 422 does, and retried quietly it would never be said.
+ * From then on it is the refusal it is, naming what the API server answered (reported, and
+ * retried with the failure's backoff).
+ */
+export function raceAsConflict(refusals: Map<string, number>, key: string): (err: unknown) => never {
+  return (err) => {
+    if (!removalRaced(err)) throw err;
+    const refused = (refusals.get(key) ?? 0) + 1;
+    refusals.delete(key);
+    if (refusals.size >= MAX_REFUSALS_KEPT) refusals.delete(refusals.keys().next().value ?? "");
+    refusals.set(key, refused);
+    if (refused < REFUSALS_IN_A_ROW) throw new ConflictError(409, "Conflict", err.message, { cause: err });
+    throw new KubeApiError(
+      422,
+      err.reason,
+      `${err.message} (answered ${refused} times in a row, after a fresh read each time: not a race with another writer; a validating admission webhook, or another admission check, denies the write without naming a cause: its configuration or log says why)`,
+      { cause: err, detailed: true },
+    );
+  };
+}

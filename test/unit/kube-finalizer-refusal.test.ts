@@ -3,8 +3,8 @@
 // quietly); the 422 of a ValidatingAdmissionPolicy, a CRD schema or CEL rule refusing the object
 // names the object and its causes, and stays the refusal it is (reported, not retried quietly).
 import { describe, expect, it } from "vitest";
-import { KubeDeployments, REFUSALS_IN_A_ROW } from "../../src/kube/custom-resources.ts";
-import { ConflictError, KubeApiError } from "../../src/kube/errors.ts";
+import { KubeDeployments } from "../../src/kube/custom-resources.ts";
+import { ConflictError, KubeApiError, REFUSALS_IN_A_ROW } from "../../src/kube/errors.ts";
 import { kubeStub } from "../support/kube-stub.ts";
 
 /** Both bodies as kube-apiserver v1.35 answers them. */
