@@ -24,6 +24,16 @@ export const PatchType = {
 } as const;
 export type PatchType = (typeof PatchType)[keyof typeof PatchType];
 
+/**
+ * `date` as a `MicroTime` string, e.g. `2024-05-01T12:00:00.123000Z`. `MicroTime` fields (Lease
+ * renewTime/acquireTime, Event eventTime and series.lastObservedTime) must carry exactly six
+ * fractional digits: the API server parses them with Go's RFC3339Micro layout and rejects
+ * JavaScript's millisecond ISO strings.
+ */
+export function toMicroTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
 /** One call to the API server. `path` is absolute from the server's API root (`/api/v1/...`). */
 export interface KubeRequest {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";

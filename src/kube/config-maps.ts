@@ -25,6 +25,7 @@ import {
 import type { ConfigMapsPort, ConfigMapView, LiveConfigMap, OwnerReference } from "../reconcile/ports.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
+import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import {
@@ -33,8 +34,6 @@ import {
   itemPath,
   type KubeObject,
   labelValue,
-  type ObjectRef,
-  objectKey,
   type ResourceType,
 } from "./object.ts";
 import { WatchedResource, type WatchOptions } from "./scope.ts";

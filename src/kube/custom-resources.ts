@@ -8,6 +8,7 @@
 import { type DeploymentResourceStatus, GROUP, KIND, PLURAL, VERSION } from "../crd/schema.ts";
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
 import { isRecord } from "../runtime/json.ts";
+import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { ConflictError, isNotFound, KubeApiError, raceAsConflict } from "./errors.ts";
 import {
@@ -16,8 +17,6 @@ import {
   decodeDeployment,
   itemPath,
   type KubeObject,
-  type ObjectRef,
-  objectKey,
   type ResourceType,
   refOf,
 } from "./object.ts";

@@ -69,6 +69,22 @@ export class NotFoundError extends KubeApiError {
 }
 
 /**
+ * A name no object can have, refused before any request (`itemPath`, object.ts): a
+ * {@link NotFoundError}, since no object of that name exists, so every caller that reads a 404 as
+ * "missing" reads this one so too (a reference to a Secret named `.` is a missing Secret).
+ */
+export class UnnamableObjectError extends NotFoundError {
+  override readonly name: string = "UnnamableObjectError";
+  constructor(type: { plural: string }, objectName: string) {
+    super(
+      404,
+      "NotFound",
+      `no ${type.plural} can be named ${JSON.stringify(objectName)}: an object's name is not empty, not . or .., and holds no / or %`,
+    );
+  }
+}
+
+/**
  * The requested resourceVersion is too old (compacted away): HTTP 410 Gone, or a watch ERROR
  * event with code 410. A reflector answers it with a fresh list.
  */

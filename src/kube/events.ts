@@ -10,9 +10,9 @@ import pino, { type Logger } from "pino";
 import { cutToBytes, printableNote } from "../api/printable.ts";
 import type { EventNote, EventsPort } from "../reconcile/ports.ts";
 import { type CancelTimer, type Clock, systemClock } from "../runtime/clock.ts";
-import { type KubeClient, PatchType } from "./client.ts";
+import { type KubeClient, PatchType, toMicroTime } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { collectionPath, itemPath, type KubeObject, type ResourceType, toMicroTime } from "./object.ts";
+import { collectionPath, itemPath, type KubeObject, type ResourceType } from "./object.ts";
 
 /** Event writes on the wire at once, of the client's 16 sockets, which status writes need too. */
 export const EVENT_WRITES_AT_ONCE = 4;

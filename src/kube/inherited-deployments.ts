@@ -16,13 +16,14 @@
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/inputs.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/compact.ts";
+import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
 import {
   CustomResources,
   DEPLOYMENTS,
   KubeDeployments,
   type KubeDeploymentsOptions,
 } from "./custom-resources.ts";
-import { type DeploymentObject, decodeDeployment, type ObjectRef, objectKey, refOf } from "./object.ts";
+import { type DeploymentObject, decodeDeployment, refOf } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
 
 /**

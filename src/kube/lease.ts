@@ -11,17 +11,10 @@ import {
   type LeaseRecord,
   type LeaseSnapshot,
 } from "../runtime/leader.ts";
-import type { KubeClient } from "./client.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
+import { type KubeClient, toMicroTime } from "./client.ts";
 import { ConflictError, isNotFound } from "./errors.ts";
-import {
-  collectionPath,
-  isKubeObject,
-  itemPath,
-  type ObjectRef,
-  parseKubeTime,
-  type ResourceType,
-  toMicroTime,
-} from "./object.ts";
+import { collectionPath, isKubeObject, itemPath, type ResourceType } from "./object.ts";
 
 /** The resource type `leases.coordination.k8s.io`. */
 const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
@@ -174,4 +167,11 @@ export class KubeLease implements LeasePort {
   #itemPath(): string {
     return itemPath(LEASES, this.#ref);
   }
+}
+
+/** Parses a Time or MicroTime string; `undefined` for a missing or unparsable value. */
+export function parseKubeTime(value: unknown): Date | undefined {
+  if (typeof value !== "string" || value === "") return undefined;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? undefined : date;
 }

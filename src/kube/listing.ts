@@ -13,9 +13,10 @@
  */
 import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import { type KubeClient, type KubeRequest, StreamIdleError } from "./client.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
-import { collectionPath, type KubeObject, objectKey, type ResourceType, refOf } from "./object.ts";
+import { collectionPath, type KubeObject, type ResourceType, refOf } from "./object.ts";
 
 /**
  * Objects per page of a paged list. A page is read and parsed whole before decode trims each

@@ -2,7 +2,7 @@
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
  * value from the API server into it (validate at the edge, then trust the types): what a cached
  * object keeps, a custom resource's decode and a Deployment resource's, whose values many
- * resources share are held once; and the timestamps objects carry, written and read one way.
+ * resources share are held once.
  */
 import { CONNECTION_FINALIZER } from "../crd/connection-schema.ts";
 import {
@@ -24,9 +24,9 @@ import {
   shareEqualString,
   shareFrom,
 } from "../runtime/json.ts";
-import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
-import { NotFoundError } from "./errors.ts";
+import { UnnamableObjectError } from "./errors.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
 export interface ObjectMeta {
@@ -49,10 +49,6 @@ export interface KubeObject {
   metadata: ObjectMeta;
 }
 
-// The cache and the work queue share one key format.
-export { type ObjectRef, objectKey };
-
-/** The {@link ObjectRef} of an object. */
 export function refOf(obj: KubeObject): ObjectRef {
   return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
 }
@@ -94,8 +90,6 @@ export const READ_ANNOTATIONS: readonly string[] = [
   ANNOTATION_REBUILD_REQUESTED_AT,
 ];
 
-export { MAX_ANNOTATION_VALUE } from "../reconcile/inputs.ts";
-
 /**
  * The metadata a cached resource keeps: the fields the operator reads (name, namespace, uid,
  * resourceVersion, generation, creation and deletion times, finalizers) and of the annotations
@@ -103,7 +97,7 @@ export { MAX_ANNOTATION_VALUE } from "../reconcile/inputs.ts";
  * 63 characters each by the API server's own rule). Everything else a tenant may put there goes
  * at decode: other annotations (up to 256 KiB on each object, `kubectl apply`'s copy of the
  * manifest among them), other labels (label selectors are applied by the API server, never to
- * the cache), managedFields, ownerReferences. A kept value longer than {@link MAX_ANNOTATION_VALUE} becomes
+ * the cache), managedFields, ownerReferences. A kept value longer than `MAX_ANNOTATION_VALUE` becomes
  * `sha256:<hex>`: still a different value when the original changes (what `reconcile-requested-at`
  * and `rollout-now` need), and never `true` or a duration. Finalizers are kept as
  * {@link keptFinalizers} says. So one cached resource's metadata is bounded by the number of its
@@ -194,17 +188,14 @@ function readAnnotations(all: Record<string, string> | undefined): Record<string
   return kept;
 }
 
-/** The annotation `kubectl apply` keeps the whole applied manifest in (a second copy of the spec). */
-export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration";
-
 /**
  * Checks the object metadata and that `spec` is an object. The spec's fields are not re-validated:
  * the API server already checked them against the CRD schema generated from the same TypeBox
  * schema, and skipping an object here would also block its deletion (its finalizer would never go).
  *
  * Keeps only the metadata the operator reads ({@link keptMetadata}): annotations and labels a
- * tenant may fill (256 KiB of annotations on each object, {@link LAST_APPLIED_ANNOTATION}'s copy
- * of the manifest among them) and `metadata.managedFields` would otherwise be held for every
+ * tenant may fill (256 KiB of annotations on each object, `kubectl apply`'s copy of the manifest
+ * among them) and `metadata.managedFields` would otherwise be held for every
  * cached resource. Every write the operator makes is a patch, so a dropped field is never written
  * back. `raw` is not modified.
  */
@@ -318,23 +309,6 @@ function shareRevisionStrings(
     });
 }
 
-/**
- * `date` as a `MicroTime` string, e.g. `2024-05-01T12:00:00.123000Z`. `MicroTime` fields (Lease
- * renewTime/acquireTime, Event eventTime and series.lastObservedTime) must carry exactly six
- * fractional digits: the API server parses them with Go's RFC3339Micro layout and rejects
- * JavaScript's millisecond ISO strings.
- */
-export function toMicroTime(date: Date): string {
-  return date.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
-}
-
-/** Parses a Time or MicroTime string; `undefined` for a missing or unparsable value. */
-export function parseKubeTime(value: unknown): Date | undefined {
-  if (typeof value !== "string" || value === "") return undefined;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? undefined : date;
-}
-
 /** A resource type: `group` is `""` for the core API. */
 export interface ResourceType {
   group: string;
@@ -348,22 +322,6 @@ export function collectionPath(type: ResourceType, namespace?: string): string {
   return namespace
     ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
     : `${root}/${type.plural}`;
-}
-
-/**
- * A name no object can have, refused before any request ({@link itemPath}): a
- * {@link NotFoundError}, since no object of that name exists, so every caller that reads a 404 as
- * "missing" reads this one so too (a reference to a Secret named `.` is a missing Secret).
- */
-export class UnnamableObjectError extends NotFoundError {
-  override readonly name: string = "UnnamableObjectError";
-  constructor(type: ResourceType, objectName: string) {
-    super(
-      404,
-      "NotFound",
-      `no ${type.plural} can be named ${JSON.stringify(objectName)}: an object's name is not empty, not . or .., and holds no / or %`,
-    );
-  }
 }
 
 /**

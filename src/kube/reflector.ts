@@ -10,6 +10,7 @@ import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { CacheIndexes } from "../runtime/compact.ts";
 import { isRecord, keepEqualStrings } from "../runtime/json.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import { GoneError, KubeApiError } from "./errors.ts";
 import {
   collectInitialEvent,
@@ -24,7 +25,7 @@ import {
   WATCH_LIST_QUERY,
   watchError,
 } from "./listing.ts";
-import { collectionPath, isKubeObject, isNewerVersion, type KubeObject, objectKey, refOf } from "./object.ts";
+import { collectionPath, isKubeObject, isNewerVersion, type KubeObject, refOf } from "./object.ts";
 
 /**
  * Callbacks on cache changes. They run after the cache is updated, so a handler reading the cache

@@ -1,8 +1,9 @@
 import type { SecretsPort } from "../reconcile/ports.ts";
 import { isRecord } from "../runtime/json.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, itemPath, type ObjectRef, type ResourceType } from "./object.ts";
+import { isKubeObject, itemPath, type ResourceType } from "./object.ts";
 import { WatchedResource, type WatchOptions } from "./scope.ts";
 
 /** The core resource type `secrets`. */

@@ -9,6 +9,7 @@ import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/inputs.ts";
 import { Interner, isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
+import type { ObjectRef } from "../runtime/queue-records.ts";
 import {
   decodeInheritance,
   encodeInheritance,
@@ -34,14 +35,7 @@ import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./custom-resources.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import { KubeLease, leaseSnapshotFrom } from "./lease.ts";
-import {
-  isKubeObject,
-  itemPath,
-  type KubeObject,
-  labelValue,
-  type ObjectRef,
-  type ResourceType,
-} from "./object.ts";
+import { isKubeObject, itemPath, type KubeObject, labelValue, type ResourceType } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 

@@ -16,12 +16,13 @@ import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import { FINALIZER, KIND } from "../crd/schema.ts";
 import { claimOf, connectionKeyOf, olderThan } from "../reconcile/inputs.ts";
 import type { Controller } from "../runtime/controller.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import { OWNER_LABEL } from "../sharding/labels.ts";
 import { isOwnGroup, type KubeConfigMaps } from "./config-maps.ts";
 import type { ConnectionObject, KubeConnections } from "./connections.ts";
 import type { KubeDeployments } from "./custom-resources.ts";
 import type { KubeNamespaces } from "./namespaces.ts";
-import { type DeploymentObject, type KubeObject, objectKey, refOf } from "./object.ts";
+import { type DeploymentObject, type KubeObject, refOf } from "./object.ts";
 import type { KubeSecrets } from "./secrets.ts";
 
 /**

@@ -6,7 +6,7 @@
 import { secretsOf } from "../connection/settings.ts";
 import { idOf } from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import { type DeploymentObject, objectKey } from "../kube/object.ts";
+import type { DeploymentObject } from "../kube/object.ts";
 import { POLL_INDEX, pollIndexer } from "../reconcile/conclude.ts";
 import {
   CLAIM_INDEX,
@@ -16,6 +16,7 @@ import {
   SECRET_INDEX,
   secretIndexer,
 } from "../reconcile/inputs.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 
 // Each indexer lives with what it reads; the indexes are joined here.
 export { CLAIM_INDEX, CONNECTION_INDEX, POLL_INDEX, pollIndexer, SECRET_INDEX };

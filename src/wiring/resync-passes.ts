@@ -12,7 +12,7 @@ import type { ConnectionSessions } from "../connection/registry.ts";
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
-import { objectKey, refOf } from "../kube/object.ts";
+import { refOf } from "../kube/object.ts";
 import {
   claimedName,
   connectionKeyOf,
@@ -23,6 +23,7 @@ import {
 } from "../reconcile/inputs.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
 import { startPass } from "../reconcile/service/freshness.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import type { ResyncOptions } from "../runtime/resync.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";
 

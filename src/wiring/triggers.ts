@@ -3,7 +3,7 @@
  * the cache's indexes (`indexes.ts`), to the Deployment or the connection controller.
  */
 import type { KubeDeployments } from "../kube/custom-resources.ts";
-import { objectKey, refOf } from "../kube/object.ts";
+import { refOf } from "../kube/object.ts";
 import {
   subscribeConnectionTriggers,
   subscribeExportTriggers,
@@ -11,6 +11,7 @@ import {
   subscribeTriggers,
 } from "../kube/triggers.ts";
 import type { Controller } from "../runtime/controller.ts";
+import { objectKey } from "../runtime/queue-records.ts";
 import type { Caches } from "./caches.ts";
 import {
   CLAIM_INDEX,

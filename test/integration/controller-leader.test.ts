@@ -3,7 +3,7 @@
 // that loses its lease stops reconciling at once.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { toMicroTime } from "../../src/kube/object.ts";
+import { toMicroTime } from "../../src/kube/client.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, type TestOperator } from "../support/operator.ts";

@@ -5,7 +5,7 @@
  * deleted. A sharding test reads a failover from it (the dead replica's last renewal, the
  * sharder's take, the deletion) rather than from how long the failover took.
  */
-import { parseKubeTime } from "../../src/kube/object.ts";
+import { parseKubeTime } from "../../src/kube/lease.ts";
 import { SHARDER_HOLDER_PREFIX } from "../../src/sharding/labels.ts";
 import type { ClusterUser } from "./resources.ts";
 

@@ -1,13 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  decodeCustomResource,
-  decodeDeployment,
-  LAST_APPLIED_ANNOTATION,
-  MAX_ANNOTATION_VALUE,
-  READ_ANNOTATIONS,
-} from "../../src/kube/object.ts";
+import { decodeCustomResource, decodeDeployment, READ_ANNOTATIONS } from "../../src/kube/object.ts";
 import { decodeSecretMeta } from "../../src/kube/secrets.ts";
+import { MAX_ANNOTATION_VALUE } from "../../src/reconcile/inputs.ts";
 
 /** A Deployment resource as `kubectl apply` leaves it and the API server returns it. */
 function applied() {
@@ -23,7 +18,8 @@ function applied() {
       creationTimestamp: "2026-01-05T10:00:00Z",
       labels: { team: "billing" } as Record<string, string>,
       annotations: {
-        [LAST_APPLIED_ANNOTATION]: '{"apiVersion":"dms.dev/v1alpha1","kind":"Deployment","spec":{}}\n',
+        "kubectl.kubernetes.io/last-applied-configuration":
+          '{"apiVersion":"dms.dev/v1alpha1","kind":"Deployment","spec":{}}\n',
         "dms.dev/paused": "true",
         "dms.dev/not-read": "x",
         "example.com/notes": "y",

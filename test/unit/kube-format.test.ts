@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { NotFoundError } from "../../src/kube/errors.ts";
+import { toMicroTime } from "../../src/kube/client.ts";
+import { NotFoundError, UnnamableObjectError } from "../../src/kube/errors.ts";
 import { NOTE_LIMIT_BYTES, truncateNote } from "../../src/kube/events.ts";
-import { leaseSnapshotFrom, leaseSpecOf } from "../../src/kube/lease.ts";
-import { itemPath, parseKubeTime, toMicroTime, UnnamableObjectError } from "../../src/kube/object.ts";
+import { leaseSnapshotFrom, leaseSpecOf, parseKubeTime } from "../../src/kube/lease.ts";
+import { itemPath } from "../../src/kube/object.ts";
 import { SECRETS } from "../../src/kube/secrets.ts";
 
 describe("toMicroTime", () => {
