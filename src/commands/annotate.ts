@@ -8,7 +8,7 @@
  * `-A` as `kubectl annotate --all -A`, and acts on each in turn.
  * Each change is one JSON merge patch of that annotation alone, so it never overwrites a
  * concurrent change of the spec or of another annotation (no read-modify-write of the object). The
- * operator reconciles on any annotation change (src/kube/triggers.ts) and acknowledges a
+ * operator reconciles on any annotation change (src/kube/object.ts, `specOrMetaChanged`) and acknowledges a
  * reconcile request, a rollout-now and a rebuild in `status.lastHandledReconcileAt`,
  * `status.lastHandledRolloutNow` and `status.lastHandledRebuildAt`; `--wait` waits for that
  * acknowledgement, of each resource.

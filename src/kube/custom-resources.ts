@@ -2,11 +2,14 @@
  * A custom resource of the operator's own (Deployment, ServiceConnection, ClusterServiceConnection)
  * as the controllers use it: read from the watch cache, written with a status patch or a
  * finalizer patch under the resourceVersion read. One implementation for every kind, and the
- * Deployment kind's adapter with the reconciler's port beside it (the connection kinds' are
- * `connections.ts`; each kind's decode, `object.ts`).
+ * Deployment kind's adapter with the reconciler's port and its watch's triggers (which change of a
+ * resource, its rivals' or its Secrets' enqueues which key) beside it (the connection kinds' are
+ * `connections.ts`, their triggers `triggers.ts`; each kind's decode, `object.ts`).
  */
 import { type DeploymentResourceStatus, GROUP, KIND, PLURAL, VERSION } from "../crd/schema.ts";
+import { claimOf, olderThan } from "../reconcile/inputs.ts";
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
+import type { Controller } from "../runtime/controller.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
 import { type KubeClient, PatchType } from "./client.ts";
@@ -19,9 +22,11 @@ import {
   type KubeObject,
   type ResourceType,
   refOf,
+  specOrMetaChanged,
 } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
+import type { KubeSecrets } from "./secrets.ts";
 
 /** The field manager of every write the operator makes. */
 export const FIELD_MANAGER = "dms-operator";
@@ -304,6 +309,61 @@ export class KubeDeployments extends CustomResources<DeploymentObject, Deploymen
   constructor(options: KubeDeploymentsOptions) {
     super(DEPLOYMENTS, options, decodeDeployment);
   }
+}
+
+/** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */
+export function subscribeTriggers(
+  deployments: Pick<KubeDeployments, "subscribe" | "byIndex">,
+  secrets: Pick<KubeSecrets, "onChange">,
+  controller: Pick<Controller, "enqueue" | "enqueueAll" | "forget">,
+  claimIndex: string,
+  secretIndex: string,
+): void {
+  const keyOf = (o: DeploymentObject) => objectKey(refOf(o));
+  // Only the younger rivals: a resource's claim is judged against the older ones alone, so an add
+  // or delete can change it only for those it outranks. Another namespace's churn of names on a
+  // shared connection (a creationTimestamp cannot be set back) never reconciles the older holder.
+  const rivalsOf = (o: DeploymentObject) => {
+    const key = keyOf(o);
+    for (const rival of deployments.byIndex(claimIndex, claimOf(o)))
+      if (keyOf(rival) !== key && olderThan(o, rival)) controller.enqueue(keyOf(rival));
+  };
+  deployments.subscribe({
+    // The cache's own key string: the queue's record of the key then holds no copy of its own.
+    onAdd: (o, key = keyOf(o)) => {
+      // A settled resource (a start's list, a share moved or inherited) waits as a resync, behind
+      // every edit: one edit among 11,600 resources a failover hands over is not reconciled last.
+      if (settled(o)) controller.enqueueAll([key], 0);
+      else controller.enqueue(key);
+      // A resource that took the name when it had no rival may lose it to this one (created in
+      // the same second, and first by name): it is judged again, and stalls on the conflict.
+      rivalsOf(o);
+    },
+    onUpdate: (old, o) => {
+      if (specOrMetaChanged(old, o)) controller.enqueue(keyOf(o));
+    },
+    onDelete: (o) => {
+      controller.forget(keyOf(o));
+      // A resource that lost a name conflict to this one may now take the name.
+      rivalsOf(o);
+    },
+  });
+  secrets.onChange((ref) => {
+    for (const o of deployments.byIndex(secretIndex, objectKey(ref))) controller.enqueue(keyOf(o));
+  });
+}
+
+/**
+ * Whether the operator has applied a resource's generation already (`status.observedGeneration`
+ * is its `metadata.generation`) and nobody asked to delete it: what is left of its reconcile is
+ * to look, not to carry out an edit. Enqueued on its add, such a resource waits in the work
+ * queue's resync line (`WorkQueue`: fresh work first), a resource edited or new in its fresh one.
+ */
+export function settled(o: DeploymentObject): boolean {
+  const { generation, deletionTimestamp } = o.metadata;
+  return (
+    generation !== undefined && o.status?.observedGeneration === generation && deletionTimestamp === undefined
+  );
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
  * value from the API server into it (validate at the edge, then trust the types): what a cached
- * object keeps, a custom resource's decode and a Deployment resource's, whose values many
- * resources share are held once.
+ * object keeps and which change of it is more than a status write, a custom resource's decode
+ * and a Deployment resource's, whose values many resources share are held once.
  */
 import { CONNECTION_FINALIZER } from "../crd/connection-schema.ts";
 import {
@@ -186,6 +186,50 @@ function readAnnotations(all: Record<string, string> | undefined): Record<string
     kept[key] = keptAnnotationValue(value);
   }
   return kept;
+}
+
+/**
+ * True when an update is more than a status write: spec, annotations, labels (but the shard owner
+ * label), finalizers, deletion.
+ * The operator's own finalizer being added is not: the reconcile that adds it goes on to act, and
+ * another one at once would only repeat it (a refused create sent twice).
+ */
+export function specOrMetaChanged(old: KubeObject, o: KubeObject): boolean {
+  const a = old.metadata;
+  const b = o.metadata;
+  return (
+    a.generation !== b.generation ||
+    a.deletionTimestamp !== b.deletionTimestamp ||
+    JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {}) ||
+    !sameLabelsButOwner(a.labels, b.labels) ||
+    (JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? []) &&
+      !onlyOursAdded(a.finalizers ?? [], b.finalizers ?? []))
+  );
+}
+
+/**
+ * Whether two label sets are the same but for the shard owner label: a resource relabelled for
+ * the replica that holds it (a moved or inherited one, reconciled already while it came) is not
+ * reconciled again for its label alone. The drain label still counts (its lifting resumes it).
+ */
+function sameLabelsButOwner(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
+  // Every status write's event comes here: the common case compares as before, no copy made.
+  if (JSON.stringify(a ?? {}) === JSON.stringify(b ?? {})) return true;
+  if (a?.[OWNER_LABEL] === b?.[OWNER_LABEL]) return false;
+  const without = (labels: Readonly<Record<string, string>> | undefined) => {
+    const { [OWNER_LABEL]: _owner, ...rest } = labels ?? {};
+    return JSON.stringify(rest);
+  };
+  return without(a) === without(b);
+}
+
+/** Whether `after` is `before` with the operator's finalizer added and nothing else changed. */
+function onlyOursAdded(before: readonly string[], after: readonly string[]): boolean {
+  if (before.includes(FINALIZER) || after.length !== before.length + 1) return false;
+  return JSON.stringify(after.filter((f) => f !== FINALIZER)) === JSON.stringify(before);
 }
 
 /**

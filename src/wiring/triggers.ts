@@ -1,14 +1,14 @@
 /**
- * The operator's triggers joined: each handler of `kube/triggers.ts` on its watch cache, through
+ * The operator's triggers joined: each handler of `kube/triggers.ts` and the Deployment resources'
+ * own (`subscribeTriggers`, `kube/custom-resources.ts`) on its watch cache, through
  * the cache's indexes (`indexes.ts`), to the Deployment or the connection controller.
  */
-import type { KubeDeployments } from "../kube/custom-resources.ts";
+import { type KubeDeployments, subscribeTriggers } from "../kube/custom-resources.ts";
 import { refOf } from "../kube/object.ts";
 import {
   subscribeConnectionTriggers,
   subscribeExportTriggers,
   subscribeNamespaceTriggers,
-  subscribeTriggers,
 } from "../kube/triggers.ts";
 import type { Controller } from "../runtime/controller.ts";
 import { objectKey } from "../runtime/queue-records.ts";

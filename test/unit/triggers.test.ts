@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { FINALIZER } from "../../src/crd/schema.ts";
-import type { DeploymentObject, KubeObject } from "../../src/kube/object.ts";
+import { subscribeTriggers } from "../../src/kube/custom-resources.ts";
+import { type DeploymentObject, type KubeObject, specOrMetaChanged } from "../../src/kube/object.ts";
 import type { ReflectorHandlers } from "../../src/kube/reflector.ts";
-import { specOrMetaChanged, subscribeTriggers } from "../../src/kube/triggers.ts";
 import { claimOf } from "../../src/reconcile/inputs.ts";
 import { WorkQueue } from "../../src/runtime/queue.ts";
 
