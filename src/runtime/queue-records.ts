@@ -5,11 +5,10 @@
  * sweep); its state, line, part and times live in the record, so a pass over 10,000 keys adds no
  * map entry, boxes no time and allocates no object per key: the maps and lines that held them grew
  * through every doubling and were rebuilt each pass, promoted to V8's old generation pass after
- * pass. Here too: the lines of ready keys, the parts of a flow that hold them with their seats
- * (queue-flows.ts), and each key's failures (`addRateLimited`'s backoff). What schedules a key for
- * later is queue-schedules.ts's. The contract is `WorkQueue`'s.
+ * pass. Here too: the lines of ready keys, and the parts of a flow that hold them with their
+ * seats (queue-flows.ts). What schedules a key for later is queue-schedules.ts's. The contract is
+ * `WorkQueue`'s.
  */
-import type { Backoff } from "./backoff.ts";
 import type { CancelTimer } from "./clock.ts";
 
 /** Namespace and name of an object; `namespace` is `""` for a cluster-scoped one. */
@@ -353,35 +352,5 @@ export class KeyRecords {
     });
     this.#seen += 1;
     this.#sweepAbove = 2 * this.#records.size + 1024;
-  }
-}
-
-/**
- * Per-key failure counts over one {@link Backoff}: client-go's ItemExponentialFailureRateLimiter
- * with jitter.
- *
- * Contract: `next(key)` returns the delay for the key's current failure count and then increments
- * it; `forget(key)` resets the count to zero (call it on success); `failures(key)` reads it.
- */
-export class KeyedBackoff {
-  readonly #backoff: Backoff;
-  readonly #failures = new Map<string, number>();
-
-  constructor(backoff: Backoff) {
-    this.#backoff = backoff;
-  }
-
-  next(key: string): number {
-    const failures = this.#failures.get(key) ?? 0;
-    this.#failures.set(key, failures + 1);
-    return this.#backoff.delayMs(failures);
-  }
-
-  forget(key: string): void {
-    this.#failures.delete(key);
-  }
-
-  failures(key: string): number {
-    return this.#failures.get(key) ?? 0;
   }
 }

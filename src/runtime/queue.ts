@@ -11,7 +11,6 @@ import {
   FRESH,
   IN_FLIGHT,
   isScheduled,
-  KeyedBackoff,
   type KeyRecord,
   KeyRecords,
   type Line,
@@ -126,7 +125,9 @@ export class WorkQueue {
   readonly #clock: Clock;
   /** The clock's reading when the queue started: the records' times count from it. */
   readonly #origin: number;
-  readonly #limiter: KeyedBackoff;
+  readonly #backoff: Backoff;
+  /** Per key, its failures since its last `forget` (client-go's ItemExponentialFailureRateLimiter). */
+  readonly #failures = new Map<string, number>();
   readonly #metrics: QueueMetricsHooks;
   readonly #flowOf: FlowOf;
   readonly #flows: Flows;
@@ -143,8 +144,7 @@ export class WorkQueue {
     const clock = options.clock ?? systemClock;
     this.#clock = clock;
     this.#origin = clock.now();
-    const backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
-    this.#limiter = new KeyedBackoff(backoff);
+    this.#backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
     this.#metrics = options.metrics ?? {};
     this.#flowOf = options.flowOf ?? (() => undefined);
     const cap = options.maxPerFlow ?? Number.POSITIVE_INFINITY;
@@ -204,7 +204,9 @@ export class WorkQueue {
    */
   addRateLimited(key: string, minDelayMs = 0): number {
     if (this.#shuttingDown) return 0;
-    const delay = Math.max(minDelayMs, this.#limiter.next(key));
+    const failures = this.numRequeues(key);
+    this.#failures.set(key, failures + 1);
+    const delay = Math.max(minDelayMs, this.#backoff.delayMs(failures));
     this.#metrics.retried?.();
     this.addAfter(key, delay, { followUp: true });
     return delay;
@@ -212,12 +214,12 @@ export class WorkQueue {
 
   /** Resets `key`'s failure backoff (call after a success). Does not unschedule it. */
   forget(key: string): void {
-    this.#limiter.forget(key);
+    this.#failures.delete(key);
   }
 
   /** Failures recorded for `key` since the last `forget`. */
   numRequeues(key: string): number {
-    return this.#limiter.failures(key);
+    return this.#failures.get(key) ?? 0;
   }
 
   /** Cancels a delayed add of `key` (for instance because the object was deleted). */
