@@ -1,7 +1,7 @@
 /**
- * Text that is safe to show: what the service or a tenant's build wrote reaches Events, condition
- * messages, status fields and an admin's terminal, and must neither drive the terminal nor
- * disguise itself. Pure.
+ * Text for people inside Kubernetes objects: what the service or a tenant's build wrote reaches
+ * Events, condition messages and status fields, and must neither drive a terminal that shows them
+ * nor disguise itself. Pure.
  *
  * One rule says which characters (`runtime/unprintable.ts`, where the console log reads it too):
  * the C0 controls (U+0000–U+001F), DEL (U+007F), the C1 controls (U+0080–U+009F, some terminals
@@ -12,11 +12,10 @@
  * and the invisible ones (zero-width space U+200B, the joiners, the soft hyphen, U+FEFF, tags);
  * and the invisible characters outside Cf (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
  * U+034F, the variation selectors U+FE00–U+FE0F and U+E0100–U+E01EF), which, like the invisible
- * format characters, make two texts that read the same differ. Text for people takes them out
- * or writes them as escapes: {@link printableLine} and {@link printableNote} (status and Events),
- * {@link escapeForTerminal} (tables), {@link escapeJsonText}, {@link escapeYamlText} and {@link
- * yamlText} (`-o json|yaml`, `plan`'s report, `import`'s manifests, where the escape means the
- * same character). Every function is one pass of linear regular expressions.
+ * format characters, make two texts that read the same differ. Text here takes them out
+ * ({@link printableLine} and {@link printableNote}: status and Events); a value tools compare is
+ * never rewritten ({@link unprintableIn}). A terminal's text writes them as escapes instead
+ * (`terminal-text.ts`). Every function is one pass of linear regular expressions.
  *
  * Text for people is also bounded, cut to a budget the one way ({@link cutToBytes}, {@link
  * cutToLength}): whole characters only (a multi-byte UTF-8 character or a surrogate pair is never
@@ -25,14 +24,7 @@
  * (a service error's detail, a condition's message).
  */
 import { ownCopy } from "../runtime/json.ts";
-import { INVISIBLE, UNPRINTABLE, unicodeEscapes } from "../runtime/unprintable.ts";
-
-/**
- * The YAML library, loaded on the first {@link yamlText} (its 70 modules are not a table's, nor
- * an Event's): the same module as `import * as yaml from "yaml"`.
- */
-const loadYaml = (): typeof import("yaml") =>
-  process.getBuiltinModule("node:module").createRequire(import.meta.url)("yaml") as typeof import("yaml");
+import { INVISIBLE, UNPRINTABLE } from "../runtime/unprintable.ts";
 
 /**
  * An escape sequence, or the start of one cut short: CSI (`ESC [` or U+009B, parameters,
@@ -92,83 +84,6 @@ export function printableNote(text: string): string {
   return text.replace(UNPRINTABLE_RUN, REPLACEMENT).replace(LINE_BREAK, "\n").replace(/\t/g, " ");
 }
 
-/** Every character {@link escapeForTerminal} writes as an escape (tab excepted). */
-const TERMINAL_UNSAFE = new RegExp(`[${UNPRINTABLE}]`, "gu");
-const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\x1b": "\\x1b" };
-
-/**
- * `text` for a terminal, every character of the printable rule (controls, bidirectional, zero-width
- * and other invisible characters) written visibly as an escape (`\x1b`, `\n`, `\x9b`, `\u202e`,
- * `\u200c`), so an entry stays on its line and cannot
- * clear the screen, move the cursor, write the clipboard (OSC 52) or reorder what is read. A tab
- * stays (it only moves to the next tab stop). A backslash already in the text is left as it is.
- */
-export function escapeForTerminal(text: string): string {
-  return text.replace(TERMINAL_UNSAFE, (c) => {
-    const named = NAMED_ESCAPES[c];
-    if (named !== undefined) return named;
-    const code = c.charCodeAt(0);
-    return code < 0x100 ? `\\x${hex(code, 2)}` : unicodeEscapes(c);
-  });
-}
-
-/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format and invisible characters. */
-const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${INVISIBLE}]`, "gu");
-
-/**
- * JSON text (as `JSON.stringify` writes it) with the characters it leaves raw written as `\uXXXX`
- * escapes too: the same JSON value, safe on a terminal. Such characters can only stand inside
- * strings, where the escape means the same character.
- */
-export function escapeJsonText(json: string): string {
-  return json.replace(JSON_UNSAFE, unicodeEscapes);
-}
-
-/** The characters {@link escapeYamlText} escapes: the rule's, but the line break YAML is made of. */
-const YAML_UNSAFE = `\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029${INVISIBLE}`;
-const YAML_UNSAFE_CHARS = new RegExp(`[${YAML_UNSAFE}]`, "gu");
-const HAS_YAML_UNSAFE = new RegExp(`[${YAML_UNSAFE}]`, "u");
-
-/**
- * Whether a string holds a character {@link escapeYamlText} escapes: the YAML writer must write
- * it as a double-quoted scalar, the one style in which an escape means the character.
- */
-export function needsYamlEscapes(text: string): boolean {
-  return HAS_YAML_UNSAFE.test(text);
-}
-
-/**
- * YAML text in which every string that {@link needsYamlEscapes} is a double-quoted scalar, with
- * the characters of the rule its writer leaves raw (C1 controls, DEL, the separators, format and
- * invisible characters) written as escapes (`\\x9b`, `\\u202e`, `\\U000e0100`): the same value,
- * safe on a terminal. Line breaks and tabs stay: they are YAML's own.
- */
-export function escapeYamlText(yaml: string): string {
-  return yaml.replace(YAML_UNSAFE_CHARS, (c) => {
-    const code = c.codePointAt(0) ?? 0;
-    return code < 0x100 ? `\\x${hex(code, 2)}` : code < 0x10000 ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`;
-  });
-}
-
-/**
- * `value` as YAML text, as the YAML library's `stringify` writes it, but with each string holding
- * a character of the printable rule (a C1 control, a bidirectional, zero-width or other invisible
- * character, which the library would leave raw even inside quotes) written double-quoted, with
- * those characters as escapes ({@link escapeYamlText}): the same data, read back by any YAML
- * parser (what `import` writes is applied with `kubectl apply` as it is), and nothing in it that
- * drives a terminal or hides in a review. Every YAML the CLI writes goes through here.
- */
-export function yamlText(value: unknown): string {
-  const { Document, visit } = loadYaml();
-  const document = new Document(value);
-  visit(document, {
-    Scalar(_key, node) {
-      if (typeof node.value === "string" && needsYamlEscapes(node.value)) node.type = "QUOTE_DOUBLE";
-    },
-  });
-  return escapeYamlText(document.toString());
-}
-
 /** What {@link printableWords} drops besides: private-use, unassigned, lone surrogate code points. */
 const UNASSIGNED = /[\p{Co}\p{Cn}\p{Cs}]/gu;
 
@@ -193,11 +108,9 @@ const NOT_AS_GIVEN = new RegExp(`[\\t${UNPRINTABLE}\\p{Cs}]`, "u");
  */
 export function unprintableIn(text: string): string | undefined {
   const found = NOT_AS_GIVEN.exec(text)?.[0];
-  return found === undefined ? undefined : `U+${hex(found.codePointAt(0) ?? 0, 4).toUpperCase()}`;
-}
-
-function hex(code: number, width: number): string {
-  return code.toString(16).padStart(width, "0");
+  return found === undefined
+    ? undefined
+    : `U+${(found.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
 }
 
 /** The mark of a cut text. */

@@ -5,7 +5,7 @@
  * on; the command then ends with status 1, as kubectl does.
  */
 
-import { escapeForTerminal } from "../api/printable.ts";
+import { escapeForTerminal } from "../api/terminal-text.ts";
 import { listSelectorProblem } from "../crd/label-selector.ts";
 import { PatchType } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/custom-resources.ts";

@@ -4,7 +4,7 @@
  * deployment that cannot be read is skipped with a warning on stderr, and the command succeeds.
  */
 import { type Command, Option } from "commander";
-import { escapeForTerminal } from "../api/printable.ts";
+import { escapeForTerminal } from "../api/terminal-text.ts";
 import type { Deployment } from "../api/wire.ts";
 import type { DeploymentFilters } from "../api/wire-requests.ts";
 import type { ServiceFlags } from "../config.ts";

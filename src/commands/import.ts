@@ -8,7 +8,7 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ServiceClient } from "../api/client.ts";
 import { isServiceError, RequestValidationError } from "../api/errors.ts";
-import { escapeForTerminal } from "../api/printable.ts";
+import { escapeForTerminal } from "../api/terminal-text.ts";
 import type { Deployment, DeploymentStatus, ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../crd/conventions.ts";

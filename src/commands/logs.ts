@@ -23,8 +23,8 @@
 import { createHash } from "node:crypto";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
-import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/terminal-text.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
 import { type OutputFlags, type OutputFormat, outputFormat, yamlText } from "./output.ts";

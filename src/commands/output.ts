@@ -5,7 +5,7 @@
  * columns and keeps ids and times whole; `json` and `yaml` are the data as read; `name` is one
  * `kind/name` (or id) per line, for scripts.
  */
-import { escapeForTerminal, escapeJsonText, yamlText } from "../api/printable.ts";
+import { escapeForTerminal, escapeJsonText, yamlText } from "../api/terminal-text.ts";
 import type { Env } from "../config.ts";
 import { type OutputFlags, type OutputFormat, outputFormat } from "./output-options.ts";
 
@@ -13,7 +13,7 @@ import { type OutputFlags, type OutputFormat, outputFormat } from "./output-opti
 // own modules"): a command's start does without what its ES namespace would load.
 const { stripVTControlCharacters, styleText } = process.getBuiltinModule("node:util");
 
-export { yamlText } from "../api/printable.ts";
+export { yamlText } from "../api/terminal-text.ts";
 export type { OutputFlags, OutputFormat } from "./output-options.ts";
 export { outputFormat } from "./output-options.ts";
 

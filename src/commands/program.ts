@@ -8,7 +8,7 @@
  */
 import { Command, CommanderError, Help, type HelpContext, type Option } from "commander";
 import { ServiceError } from "../api/errors.ts";
-import { escapeForTerminal } from "../api/printable.ts";
+import { escapeForTerminal } from "../api/terminal-text.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";

@@ -20,8 +20,8 @@
  */
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
-import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
+import { escapeForTerminal } from "../api/terminal-text.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { reuseTarget } from "../reconcile/revision-reuse.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";

@@ -2,7 +2,7 @@
  * Writing an import as YAML: one document per resource (with a comment saying where it came from
  * and what it needs), the Secret manifest, and the deployments that were skipped. Pure.
  */
-import { escapeYamlText, yamlText } from "../api/printable.ts";
+import { escapeYamlText, yamlText } from "../api/terminal-text.ts";
 import type { ImportedResource, ImportResult, SecretKey } from "./importer.ts";
 
 /** A YAML file to write (with `--out-dir`) or a part of the single stream. */

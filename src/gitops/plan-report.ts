@@ -2,7 +2,7 @@
  * The result of `dms-operator plan`: its exit status (0 nothing to do, 2 changes planned, 1
  * errors) and its rendering for people (text) and for programs (JSON). Pure.
  */
-import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/terminal-text.ts";
 import { DEFAULT_CONNECTION } from "../crd/conventions.ts";
 import type { ManifestProblem } from "./manifests.ts";
 import type { ProtectedRemoval } from "./protection.ts";

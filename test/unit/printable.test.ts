@@ -4,16 +4,18 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import {
-  escapeForTerminal,
-  escapeJsonText,
-  escapeYamlText,
-  needsYamlEscapes,
   printableLine,
   printableNote,
   printableWords,
   REPLACEMENT,
   stripToLine,
 } from "../../src/api/printable.ts";
+import {
+  escapeForTerminal,
+  escapeJsonText,
+  escapeYamlText,
+  needsYamlEscapes,
+} from "../../src/api/terminal-text.ts";
 import { putConditions } from "../../src/crd/conventions.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { KubeEventRecorder } from "../../src/kube/events.ts";
