@@ -12,7 +12,7 @@
  * is closed (the rest is never read).
  *
  * `node:https` (and with it TLS) and `node:zlib` are loaded when first needed: a call over plain
- * HTTP whose answer is not compressed loads neither.
+ * HTTP whose answer is not compressed loads neither. The codings are content-coding.ts's.
  */
 import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -21,6 +21,7 @@ import type { TLSSocket } from "node:tls";
 import { MAX_TIMER_MS } from "../runtime/clock.ts";
 import { ipFamily } from "./address-policy.ts";
 import { JsonWeigher, type MemoryAccount } from "./budgets.ts";
+import { ACCEPT_ENCODING, codingsOf, decoded, MAX_CODINGS } from "./content-coding.ts";
 import { OverflowError } from "./errors.ts";
 
 /** One request and the bounds of its answer. */
@@ -85,23 +86,6 @@ class TimedOut extends Error {
   }
 }
 
-/** The codings this process decodes, as `accept-encoding` lists them. */
-const ENCODINGS = [
-  "gzip",
-  "deflate",
-  ...(typeof process.versions.brotli === "string" ? ["br"] : []),
-  ...(typeof process.versions.zstd === "string" ? ["zstd"] : []),
-];
-const ACCEPT_ENCODING = ENCODINGS.join(", ");
-
-/**
- * The most codings one answer may have applied (`Content-Encoding: gzip, gzip, …`). Each is a
- * decoder of its own, with its window and buffers, and the work grows faster than their number: a
- * 23 KB answer gzipped 1,000 times over took 2.3 s to decode (past its 1.5 s timeout), 2,000 times
- * (a 16 KiB header holds 3,000) 47 s. An honest server applies one.
- */
-export const MAX_CODINGS = 5;
-
 /**
  * Sends `request` and reads its whole answer. Rejects with an {@link ExchangeError}, an
  * {@link OverflowError} once the body is known to exceed a bound, the error `beforeSend` returned,
@@ -151,7 +135,8 @@ export async function exchange(request: ExchangeRequest): Promise<ExchangeAnswer
     });
     const response = await answerOf(req, ended.signal);
     response.on("error", fail);
-    const codings = codingsOf(response.headers["content-encoding"]);
+    const coding = response.headers["content-encoding"];
+    const codings = coding === undefined ? [] : codingsOf(coding);
     if (codings.length > MAX_CODINGS) {
       const error = new OverflowError({ bound: "codings", limit: MAX_CODINGS });
       error.status = response.statusCode;
@@ -159,7 +144,8 @@ export async function exchange(request: ExchangeRequest): Promise<ExchangeAnswer
     }
     // A body decompressed has no length of its own; a length declared of one sent as is, is its.
     const declared = codings.length === 0 ? contentLength(response.headers["content-length"]) : undefined;
-    const body = await readBody(decoded(response, codings, streams, fail), declared, {
+    const chunks = codings.length === 0 ? response : decoded(response, codings, streams, fail);
+    const body = await readBody(chunks, declared, {
       maxBytes: request.maxBytes,
       account: request.account,
       signal: ended.signal,
@@ -273,75 +259,6 @@ function answerOf(req: ClientRequest, ended: AbortSignal): Promise<IncomingMessa
       resolve(response);
     });
   });
-}
-
-/**
- * The codings of a `Content-Encoding`, in the order they were applied, when this process decodes
- * every one of them (`identity` and empty members left out, `x-gzip` read as `gzip`); none when it
- * names one it does not: the body is then read as sent.
- */
-export function codingsOf(header: string | undefined): string[] {
-  const codings = (header ?? "")
-    .toLowerCase()
-    .split(",")
-    .map((coding) => coding.trim())
-    .filter((coding) => coding !== "" && coding !== "identity")
-    .map((coding) => (coding === "x-gzip" ? "gzip" : coding));
-  return codings.every((coding) => ENCODINGS.includes(coding)) ? codings : [];
-}
-
-/** `response` decoded of `codings` (the last applied, the first undone). */
-function decoded(
-  response: IncomingMessage,
-  codings: readonly string[],
-  streams: Readable[],
-  fail: (error: Error) => void,
-): Readable {
-  let stream: Readable = response;
-  for (const coding of codings.toReversed()) {
-    stream = decodedOnce(stream, coding, fail);
-    streams.push(stream);
-  }
-  return stream;
-}
-
-/**
- * `source` decoded of `coding`. The decoder is made at the first chunk (an empty body stays
- * empty, not a truncated stream); `deflate` is read as a zlib stream, or as raw deflate when its
- * first byte says so, as browsers do.
- */
-function decodedOnce(source: Readable, coding: string, fail: (error: Error) => void): Readable {
-  const zlib = process.getBuiltinModule("node:zlib") as typeof import("node:zlib");
-  const { PassThrough } = process.getBuiltinModule("node:stream") as typeof import("node:stream");
-  const out = new PassThrough();
-  let decoder: import("node:stream").Transform | undefined;
-  source.on("data", (chunk: Buffer) => {
-    if (decoder === undefined) {
-      decoder =
-        coding === "br"
-          ? zlib.createBrotliDecompress()
-          : coding === "zstd"
-            ? zlib.createZstdDecompress()
-            : coding === "deflate" && (chunk[0] ?? 0) & 0x08
-              ? zlib.createUnzip()
-              : coding === "deflate"
-                ? zlib.createInflateRaw()
-                : zlib.createUnzip();
-      decoder.on("error", (error) => {
-        out.destroy(error);
-        fail(error);
-      });
-      decoder.pipe(out);
-      out.once("close", () => decoder?.destroy());
-    }
-    if (!decoder.write(chunk)) {
-      source.pause();
-      decoder.once("drain", () => source.resume());
-    }
-  });
-  source.once("end", () => (decoder === undefined ? out.end() : decoder.end()));
-  source.once("error", (error) => out.destroy(error));
-  return out;
 }
 
 /** The bounds of one body. */

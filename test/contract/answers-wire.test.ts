@@ -12,7 +12,8 @@ import { createServer, type Server, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
-import { MAX_ANSWER_DEPTH, MAX_CODINGS } from "../../src/api/exchange.ts";
+import { MAX_CODINGS } from "../../src/api/content-coding.ts";
+import { MAX_ANSWER_DEPTH } from "../../src/api/exchange.ts";
 import { deployment, rejection } from "./client-fake-service.ts";
 
 const servers: Server[] = [];

@@ -11,10 +11,10 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompress
 import { afterEach, describe, expect, it } from "vitest";
 import { ResponseMemory } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
+import { codingsOf } from "../../src/api/content-coding.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
 import { OverflowError } from "../../src/api/errors.ts";
 import {
-  codingsOf,
   type ExchangeAnswer,
   ExchangeError,
   type ExchangeRequest,
