@@ -10,8 +10,8 @@
  * table of `commands/settings.ts`.
  */
 import { type ProxyEnv, proxyEnvOf, proxySupportProblem } from "./api/agent.ts";
+import type { TransportSettings } from "./api/client-options.ts";
 import { parseCaBundle } from "./api/tls.ts";
-import type { TransportSettings } from "./api/transport.ts";
 import { SERVICE_ENV, SERVICE_SETTINGS } from "./service-settings.ts";
 import { type Env, flagOf, pickSetting, readSettings, settingName } from "./setting.ts";
 

@@ -7,93 +7,16 @@
  * that leaves this module.
  */
 import pRetry, { AbortError } from "p-retry";
-import type { Logger } from "pino";
-import type { ApiClock } from "../runtime/clock.ts";
 import { currentDeadline, tellPaced } from "../runtime/clock.ts";
-import type { ServiceCall } from "../runtime/metrics.ts";
-import type { AddressPolicy } from "./address-policy.ts";
-import { type ProxyEnv, type ServiceAgents, serviceAgents } from "./agent.ts";
+import { type ServiceAgents, serviceAgents } from "./agent.ts";
 import { AttemptFailure, errorAnswer, failure, tooLargeError, transportError } from "./attempt-failures.ts";
-import {
-  type MemoryAccount,
-  type ResponseMemory,
-  type TokenBucket,
-  TokenWaitTooLongError,
-} from "./budgets.ts";
+import { type MemoryAccount, TokenWaitTooLongError } from "./budgets.ts";
+import type { TransportSettings } from "./client-options.ts";
 import { OverflowError, ServiceError } from "./errors.ts";
 import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts";
 import { parseResponse } from "./validate.ts";
 import type { WireCheckName } from "./wire-checks.ts";
 import type { WireBody } from "./wire-schemas.ts";
-
-/** Settings of a {@link Transport}; every field is resolved (defaults applied by the client). */
-export interface TransportSettings {
-  baseUrl: string;
-  apiKey: string | undefined;
-  tenantId: string | undefined;
-  apiKeyHeader: string;
-  tenantHeader: string;
-  insecureSkipTlsVerify: boolean;
-  /** PEM certificates trusted besides Node's default roots (a private CA); undefined: none. */
-  caBundle: string | undefined;
-  /** The proxy variables the calls honour (HTTPS_PROXY, NO_PROXY, …); undefined: no proxy. */
-  proxyEnv: ProxyEnv | undefined;
-  /** The addresses the calls may connect to (address-policy.ts); undefined: any. */
-  addressPolicy?: AddressPolicy | undefined;
-  timeoutMs: number;
-  /** Bytes a response body may have after decompression; a larger one fails `too_large`. */
-  maxResponseBytes: number;
-  /** The weight the answers in flight may hold together, shared by every client of the process. */
-  memory: ResponseMemory;
-  /** Whose answers these are in `memory` (see `ServiceClientOptions.responseMemoryOwner`). */
-  memoryOwner: string | undefined;
-  retries: number;
-  retryBaseDelayMs: number;
-  retryMaxDelayMs: number;
-  maxRetryAfterMs: number;
-  bucket: TokenBucket;
-  /** Sent as `User-Agent` on every request: `dms-operator/<version> (<pod name>)` in the operator. */
-  userAgent: string;
-  /** Asked before each write goes out (see {@link WriteGrant}). */
-  writeGate: (() => WriteGrant) | undefined;
-  clock: ApiClock;
-  random: () => number;
-  logger: Logger | undefined;
-  /** Told once per HTTP exchange (each retry attempt counts), for the metrics. */
-  onResponse: ((call: ServiceCall) => void) | undefined;
-  /** Called before each wait for a retry (a command tells its user); undefined: none. */
-  onRetry?: ((event: RetryEvent) => void) | undefined;
-  /** Time to open the connection, within `timeoutMs`; undefined: only `timeoutMs` bounds it. */
-  connectTimeoutMs?: number | undefined;
-}
-
-/** A failed attempt about to be retried: what failed, and how long the wait before the next one is. */
-export interface RetryEvent {
-  method: string;
-  route: string;
-  /** The attempt that failed, from 1. */
-  attempt: number;
-  /** Attempts left after the one to come. */
-  retriesLeft: number;
-  waitMs: number;
-  error: ServiceError;
-}
-
-/**
- * Whether a write may go out now: `refuse` (why not: it fails `unavailable`, unsent), or
- * `withinMs` (it must end within that time: its timeout is cut to it); undefined: no limit.
- */
-export type WriteGrant =
-  | { refuse: string }
-  | {
-      withinMs: number;
-      /**
-       * Called once when the write ends: 0 when it was answered or never sent, else the timeout
-       * it was given (unanswered, it may still run at the service about that long).
-       */
-      ended?(mayRunForMs: number): void;
-    }
-  | undefined;
 
 /** One call: a route template, its concrete path, and how to judge the answer. */
 export interface TransportRequest<S extends WireCheckName | undefined> {

@@ -5,8 +5,8 @@
  */
 import type { pino as Pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
+import type { RetryEvent } from "../api/client-options.ts";
 import type { ServiceError } from "../api/errors.ts";
-import type { RetryEvent } from "../api/transport.ts";
 import {
   flagOf,
   SERVICE_ENV,

@@ -3,8 +3,8 @@
  * retry (why it waits, and how long), and after a failure the flag or variable to check. Light on
  * purpose (types and setting names only): the program's error report loads it for every command.
  */
+import type { RetryEvent } from "../api/client-options.ts";
 import type { ServiceError } from "../api/errors.ts";
-import type { RetryEvent } from "../api/transport.ts";
 import { flagOf, SERVICE_ENV } from "../config.ts";
 
 /** `retrying in 2 s: connection refused (GET /v2/deployments; 3 retries left)`. */

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
+import type { WriteGrant } from "../../src/api/client-options.ts";
 import { isServiceError } from "../../src/api/errors.ts";
-import type { WriteGrant } from "../../src/api/transport.ts";
 import { systemApiClock } from "../../src/runtime/clock.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { VERSION } from "../../src/version.ts";
