@@ -20,25 +20,8 @@
  */
 
 import type { ApiClock } from "../runtime/clock.ts";
-import { DeferredError } from "../runtime/clock.ts";
 import { OverflowError } from "./errors.ts";
-import { ReservedTokens } from "./reserved-tokens.ts";
-
-/**
- * A call of a reconcile would wait for its token longer than the reconcile has left (clock.ts):
- * it was not sent, no token was taken, and the reconcile may come back in `afterMs`, when a token
- * is due. Thrown by the transport instead of holding the reconcile's worker in the wait.
- */
-export class TokenWaitTooLongError extends DeferredError {
-  override readonly name: string = "TokenWaitTooLongError";
-}
-
-/**
- * How long a reserved token is kept for its holder past the moment it is due: a deferred
- * reconcile comes back then, give or take its turn in its connection's queue. One not taken by
- * then is dropped (its token is spent).
- */
-export const RESERVATION_KEPT_MS = 600_000;
+import { RESERVATION_KEPT_MS, ReservedTokens } from "./reserved-tokens.ts";
 
 /**
  * A token bucket that refills `qps` tokens per second up to `burst`, and can be paused.

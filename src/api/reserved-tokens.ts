@@ -1,7 +1,8 @@
 /**
  * The tokens of a connection's rate limit reserved by deferred reconciles (budgets.ts's
  * `TokenBucket.reserve`), in line. The bucket makes one only when a reconcile defers, and drops
- * it once none is held: a reconcile that never defers never calls in here.
+ * it once none is held: a reconcile that never defers never calls in here. The deferral itself
+ * ({@link TokenWaitTooLongError}) and how long a reservation is kept are here too.
  *
  * Namespaces take turns in the line. A token is counted as taken when it is reserved, so a
  * reservation made behind a thousand others comes due a thousand tokens later; on a connection
@@ -17,6 +18,23 @@
  * reserved, and a namespace holding none is at most a token or two per namespace holding some
  * away (their turn and the next), however many they hold.
  */
+import { DeferredError } from "../runtime/clock.ts";
+
+/**
+ * A call of a reconcile would wait for its token longer than the reconcile has left (clock.ts):
+ * it was not sent, no token was taken, and the reconcile may come back in `afterMs`, when a token
+ * is due. Thrown by the transport instead of holding the reconcile's worker in the wait.
+ */
+export class TokenWaitTooLongError extends DeferredError {
+  override readonly name: string = "TokenWaitTooLongError";
+}
+
+/**
+ * How long a reserved token is kept for its holder past the moment it is due: a deferred
+ * reconcile comes back then, give or take its turn in its connection's queue. One not taken by
+ * then is dropped (its token is spent).
+ */
+export const RESERVATION_KEPT_MS = 600_000;
 
 /** A holder's place in line: its turn, then the order reserved. */
 interface Entry {

@@ -25,9 +25,9 @@
  *   will not clear): Stalled, nothing retried until the spec changes.
  */
 
-import { TokenWaitTooLongError } from "../api/budgets.ts";
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { redactAndTruncate } from "../api/redact.ts";
+import { TokenWaitTooLongError } from "../api/reserved-tokens.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/conventions.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { DeferredError } from "../runtime/clock.ts";

@@ -7,8 +7,8 @@
  * its token as ever.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
+import { TokenWaitTooLongError } from "../../src/api/reserved-tokens.ts";
 import { DeferredError, withinDeadline } from "../../src/runtime/clock.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RESERVATION_KEPT_MS, TokenBucket } from "../../src/api/budgets.ts";
+import { TokenBucket } from "../../src/api/budgets.ts";
+import { RESERVATION_KEPT_MS } from "../../src/api/reserved-tokens.ts";
 import type { ApiClock } from "../../src/runtime/clock.ts";
 
 describe("TokenBucket", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
 import { redactionSearches } from "../../src/api/redact.ts";
+import { TokenWaitTooLongError } from "../../src/api/reserved-tokens.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/conventions.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/reasons.ts";
