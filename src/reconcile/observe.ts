@@ -181,8 +181,8 @@ export class Observer {
  * The guard every call through a connection passes first: when the connection's last listing
  * failed with an answer (a 401, a 503), that answer is thrown, reported as a lookup's failure
  * would be (scrubbed of this resource's values, which `seen.unread` asks to be read for that),
- * but not retried on the key's own backoff (the reconciler's `#fail` knows it by identity); when
- * it missed its deadline, the outcome to report. Either way no call is made: the connection's own
+ * but not retried on the key's own backoff (`error-policy.ts` knows it by identity); when it
+ * missed its deadline, the outcome to report. Either way no call is made: the connection's own
  * pass lists it again soon, and its keys are enqueued once that listing has ended, failed or not.
  */
 export function listingGuard(

@@ -6,9 +6,8 @@
  * and settle it with what was written; then the conclusion: the evidence a status needs (told
  * without a call by `evidenceAt`, else read by `evidence.ts`), the status and the requeue drawn
  * from it (pure, `conclude.ts`), the ConfigMap of `spec.export` when there is one (`export.ts`),
- * the status written when it changed. A failure at any step goes to the error policy at the end of this file, reported on
- * the version of the resource last written: as a condition and an event, then retried with
- * backoff or not, as `failures.ts` classifies it.
+ * the status written when it changed. A failure at any step is carried as a value to the error
+ * policy (`error-policy.ts`), reported on the version of the resource last written.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -18,21 +17,18 @@ import { Action, LazyReconcileLog, type ReconcileResult } from "../runtime/contr
 import { changedStatusFields } from "../runtime/json.ts";
 import { reconcileFields } from "../runtime/log.ts";
 import { parseObjectKey } from "../runtime/queue-records.ts";
-import { ReconcileTimeoutError, TerminalError } from "../runtime/reconcile-errors.ts";
-import { cleanup, deletesOnService, heldDeletion } from "./cleanup.ts";
+import { cleanup } from "./cleanup.ts";
 import { conclude, evidenceAt, settle } from "./conclude.ts";
 import { cleansUpOnDelete, decide } from "./decide.ts";
+import { type ErrorPolicyDeps, errorPolicy, type Failed } from "./error-policy.ts";
 import { readEvidence } from "./evidence.ts";
 import { execute } from "./execute.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
-import { EVENT_NOTE_BYTES } from "./failure-evidence.ts";
-import { type Failure, failureOf } from "./failures.ts";
-import { connectionKeyOf, holderOf, isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
+import { connectionKeyOf, holderOf, isPaused, NONE_READ } from "./inputs.ts";
 import { nameConflictMessage } from "./notes.ts";
 import { Observer } from "./observe.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
-import type { RevisionHistoryEntry } from "./revision-history.ts";
+import { CONDITION, REASON } from "./reasons.ts";
 import type { Connected, Decided, DecidedEvent, ExternalChangeKind, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
@@ -79,22 +75,6 @@ export interface ReconcilerOptions {
   externalChange?: (connection: string, kind: ExternalChangeKind) => void;
 }
 
-/**
- * A reconcile that failed, as a value: the error, reported on `on` (the version of the resource
- * this reconcile last wrote), with the history a redeploy made before it (see `#fail`).
- */
-interface Failed {
-  kind: "failed";
-  error: unknown;
-  on: Run;
-  history?: RevisionHistoryEntry[];
-  /** What the failure's status records besides (a rebuild's intent undone). */
-  record?: StatusRecord;
-}
-
-/** How long the status write reporting a timed-out reconcile may take. */
-const STATUS_AFTER_TIMEOUT_MS = 5_000;
-
 /** Reconciles Deployment resources against the service. */
 export class DeploymentReconciler {
   readonly #sessions: Sessions;
@@ -103,6 +83,7 @@ export class DeploymentReconciler {
   readonly #deps: ReconcileDeps;
   readonly #observer: Observer;
   readonly #externalChange: NonNullable<ReconcilerOptions["externalChange"]>;
+  readonly #policy: ErrorPolicyDeps;
 
   constructor(options: ReconcilerOptions) {
     const { sessions, clock, logger, resources, secrets, events } = options;
@@ -123,6 +104,12 @@ export class DeploymentReconciler {
     };
     this.#observer = new Observer(this.#deps);
     this.#externalChange = options.externalChange ?? (() => {});
+    this.#policy = {
+      deps: this.#deps,
+      clock,
+      record: (run, e) => this.#record(run, e),
+      conclude: (run, decided, signal) => this.#conclude(run, decided, signal),
+    };
   }
 
   /**
@@ -154,9 +141,7 @@ export class DeploymentReconciler {
     } catch (error) {
       ended = { kind: "failed", error, on: run };
     }
-    return ended.kind === "failed"
-      ? this.#fail(ended.on, ended.error, signal, ended.history, ended.record)
-      : ended;
+    return ended.kind === "failed" ? errorPolicy(this.#policy, ended, signal) : ended;
   };
 
   async #reconcile(read: Run, signal: AbortSignal): Promise<ReconcileResult | Failed> {
@@ -307,88 +292,6 @@ export class DeploymentReconciler {
     for (const kind of decided.externalChanges ?? []) this.#externalChange(connectionKeyOf(run.obj), kind);
     return concluded.next;
   }
-
-  /**
-   * The error policy: turns a failure into a condition and an event, then tells the controller
-   * how to retry. `run`'s object is the version this reconcile last wrote (a status written on
-   * an older one would only conflict); `history`: what a redeploy made before the failure, which
-   * the status records so that the retry does not redeploy again; `undone`: a rebuild's intent
-   * undone (the service refused the call: the retry sends it). A halt (leadership lost,
-   * shutdown deadline) is not the resource's failure: it is rethrown unreported, for the
-   * controller to abandon. A timeout is reported like any failure, its status written under a
-   * short signal of its own (the reconcile's has aborted).
-   */
-  async #fail(
-    run: Run,
-    error: unknown,
-    signal: AbortSignal,
-    history?: RevisionHistoryEntry[],
-    undone: StatusRecord = {},
-  ): Promise<ReconcileResult> {
-    if (this.#deps.resources.isConflict(error)) return Action.retry();
-    if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
-    // The connection's listing failed (a 503, a 401): every resource of the connection reports it
-    // with no call, and the resync's next listing (tried again within a minute, `resync.ts`)
-    // enqueues each of them again, failed or not. Not retried on its own backoff besides, and
-    // said once: a thousand resources would otherwise log, write an Event and wake again each,
-    // for as long as the service is down.
-    const listing = run.session?.snapshot.listingFailure();
-    const ofListing = listing?.kind === "failed" && listing.error === error;
-    const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
-    // Said already, word for word: the status shows nothing a read of the values would scrub.
-    const said = ofListing && synced?.message === failureMessage(run, failureOf(error, []));
-    // What the report must not show includes the values this reconcile did not read.
-    if (run.seen.unread && !said)
-      await readSecretsOf(this.#deps, run, AbortSignal.timeout(STATUS_AFTER_TIMEOUT_MS)).catch(
-        () => undefined,
-      );
-    const failure = failureOf(error, run.seen.secrets.values);
-    const again = synced?.reason === failure.outcome.reason;
-    const note = failureMessage(run, failure, EVENT_NOTE_BYTES, failure.note);
-    failure.outcome.message = failureMessage(run, failure);
-    if (!(ofListing && again)) this.#record(run, { type: "Warning", reason: failure.outcome.reason, note });
-    const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
-    const writeWindow = new AbortController();
-    const cancel = signal.aborted
-      ? this.#clock.setTimer(STATUS_AFTER_TIMEOUT_MS, () => writeWindow.abort(signal.reason))
-      : () => {};
-    try {
-      // A redeploy that went out before the failure is recorded with it.
-      const decided = { outcome: failure.outcome, record, ...(history ? { history } : {}) };
-      await this.#conclude(run, decided, signal.aborted ? writeWindow.signal : signal);
-    } catch (statusError) {
-      if (!this.#deps.resources.isConflict(statusError))
-        run.log.warn(
-          { err: failureOf(statusError, run.seen.secrets.values).outcome.message },
-          "could not write status",
-        );
-    } finally {
-      cancel();
-    }
-    if (failure.rethrow && !ofListing) throw failure.rethrow;
-    // Not retried: logged when it starts, not at every resync that finds it failing the same way
-    // (a tenant's thousand resources reading a missing Secret would log a thousand lines a pass).
-    if (!again) run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
-    // Still a failed reconcile, as the error metrics (and the alert on them) count it.
-    if (ofListing) throw new TerminalError(failure.outcome.message, true);
-    return Action.done();
-  }
-}
-
-/**
- * The message of `failure` on `run`'s resource (an Event's note within `maxBytes`, from the
- * failure's `note` where it has one): a failure of a cleanup holds the deletion, and says how to
- * stop waiting.
- */
-function failureMessage(
-  run: Run,
-  failure: Failure,
-  maxBytes?: number,
-  message = failure.outcome.message,
-): string {
-  return run.obj.metadata.deletionTimestamp && deletesOnService(run.obj)
-    ? heldDeletion(run.obj, message, maxBytes)
-    : message;
 }
 
 /** Whether the resource's status carries a condition of `type`. */
