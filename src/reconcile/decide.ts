@@ -3,7 +3,7 @@
  * the resource (its spec and annotations), what `observe` (observe.ts) saw of the service and of
  * the spec's inputs, the status as read and the time, and returns a `Decision` (run.ts): the plan
  * (`plan.ts`), what the rollout gate lets go now (`rollout-gate.ts`), whether a redeploy is
- * pending or wanted back (`revision-history.ts`), a rebuild asked for (`rebuild.ts`), the write
+ * pending (`revision-history.ts`) or undone (`revision-reuse.ts`), a rebuild asked for (`rebuild.ts`), the write
  * to make, the status it concludes and the events to record, all as data. `execute`
  * (execute.ts) performs the write and returns what it wrote; `settle` (conclude.ts, pure too) joins the
  * two into what the reconciler concludes. No port, no clock, no I/O here: the table of cases is
@@ -29,11 +29,12 @@ import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
 import {
+  pendingRedeploy,
   pendingSwitchBack,
   splitForRedeploy,
-  switchBackPlan,
   switchBackSuperseded,
 } from "./revision-history.ts";
+import { switchBackPlan } from "./revision-reuse.ts";
 import type { Counter } from "./rollout/next-opening.ts";
 import {
   type GatedPatch,
@@ -233,9 +234,10 @@ function decideApply(...[spec, observation, status, now, settings, reapply]: App
   const sendable: typeof planned = reported && drift ? reportedNoop(drift) : planned;
   // A revision redeployed earlier (by a switch of the active revision) is live where the spec
   // now asks for the service's latest one again: it is brought back, with what else is sent.
+  const switched = pendingRedeploy(status.revisionHistory);
   const back =
-    (sendable.action === "noop" || !sendable.newRevision) && deployment && !reported
-      ? switchBackPlan(status.revisionHistory, deployment, sendable.action === "patch" ? sendable : undefined)
+    switched && (sendable.action === "noop" || !sendable.newRevision) && deployment && !reported
+      ? switchBackPlan(switched, deployment, sendable.action === "patch" ? sendable : undefined)
       : undefined;
   const gating = back ?? sendable;
   // A PATCH whose revision part waits for a rollout window sends the rest now, and holds the

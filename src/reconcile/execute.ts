@@ -28,15 +28,19 @@ import {
   pendingRedeploy,
   pendingSwitchBack,
   recordCreated,
-  recordRedeployed,
-  redeployedFrom,
   reuseExcluded,
   revisionDigests,
   revisionReusePolicy,
   splitForRedeploy,
   withoutRedeploy,
 } from "./revision-history.ts";
-import { chooseRevision, type ReuseDecision, type ReuseInput } from "./revision-reuse.ts";
+import {
+  chooseRevision,
+  type ReuseDecision,
+  type ReuseInput,
+  recordRedeployed,
+  redeployedFrom,
+} from "./revision-reuse.ts";
 import type { ApplyPatchResult, Connected, Decision, Executed, ReconcileDeps } from "./run.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment } from "./service-types.ts";

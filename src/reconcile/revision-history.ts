@@ -7,10 +7,9 @@
  * spec asks to be live ({@link pendingRedeploy}, {@link targetView}). Pure.
  */
 import { createHash } from "node:crypto";
-import { cutToLength } from "../api/printable.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { DEFAULT_REVISION_REUSE, type RevisionReusePolicy } from "../crd/spec-policies.ts";
-import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
+import { REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
 import { hashSecrets } from "./secret-hash.ts";
 import type { Deployment, PatchDeploymentBody, SourceRevisionConfig } from "./service-types.ts";
@@ -64,11 +63,6 @@ export function revisionConfigHash(config: SourceRevisionConfig, source: string)
 /** Which earlier revision a redeploy made live, and why, as a history entry records it. */
 export type RedeployedFrom = Pick<RevisionHistoryEntry, "redeployedFrom" | "redeployReason">;
 
-/** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
-export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
-  return { redeployedFrom: revisionId, redeployReason: cutToLength(reason, REDEPLOY_REASON_MAX_LENGTH) };
-}
-
 /**
  * `history` after the operator created `revisionId` with secrets `secretsHash` (undefined: it
  * cannot vouch for them) and config `configHash` (by a redeploy: `from`): newest first, each
@@ -89,33 +83,6 @@ export function recordCreated(
   };
   const rest = (history ?? []).filter((e) => e.id !== revisionId);
   return [entry, ...rest].slice(0, REVISION_HISTORY_LIMIT);
-}
-
-/**
- * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
- * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
- * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
- * and why it was redeployed (`artifact`). Unchanged when the
- * revision is not in the history (only a revision the operator created is ever redeployed).
- */
-export function recordRedeployed(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  revisionId: string,
-  at: string,
-  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> & RedeployedFrom = {},
-): RevisionHistoryEntry[] | undefined {
-  const entry = history?.find((e) => e.id === revisionId);
-  if (!history || !entry) return history ? [...history] : undefined;
-  return [{ ...entry, ...artifact, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
-}
-
-/** What a redeployed entry recorded it deployed, as a config (for `status.activeRevision`). */
-export function pendingConfig(entry: RevisionHistoryEntry): SourceRevisionConfig {
-  return {
-    ...(entry.imageUri === undefined ? {} : { image_uri: entry.imageUri }),
-    ...(entry.repoRef === undefined ? {} : { repo_ref: entry.repoRef }),
-    ...(entry.repoCommitSha === undefined ? {} : { repo_commit_sha: entry.repoCommitSha }),
-  };
 }
 
 /**
@@ -323,37 +290,6 @@ export function createdHistory(
   const config = configAfterPatch({}, decision.body.source_revision_config);
   const source = decision.body.source;
   return recordCreated(undefined, revisionId, secretsHash, revisionConfigHash(config, source));
-}
-
-/**
- * When a redeploy that switched the active revision back is pending but the spec no longer asks
- * for it (Git moved on to what the service's latest revision already holds, so the planner sees
- * no revision to make), the plan that brings the spec's revision back: its revision-defining
- * fields sent again, which `applyPatch` turns into a redeploy of the revision that has them,
- * beside what `alongside` sends (a PATCH planned that makes no revision: a `sourceConfig`
- * change, say). Undefined when no such redeploy is pending, or it is still what the spec asks.
- */
-export function switchBackPlan(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  deployment: Deployment,
-  alongside?: PatchPlan,
-): PatchPlan | undefined {
-  const pending = pendingRedeploy(history);
-  if (!pending) return undefined;
-  const config = configAfterPatch(deployment.source_revision_config, {});
-  if (pending.configHash === revisionConfigHash(config, deployment.source)) return undefined;
-  const line = `back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`;
-  // A change of the revision live, as the rollout windows weigh it.
-  const change = { group: "source_revision_config", field: "sourceRevisionConfig", line } as const;
-  return {
-    action: "patch",
-    problems: [],
-    ...alongside,
-    body: { ...alongside?.body, source_revision_config: config },
-    newRevision: true,
-    changes: [...(alongside?.changes ?? []), change],
-    summary: [...(alongside?.summary ?? []), line],
-  };
 }
 
 /** `spec.revisionReuse`, the default (`Pinned`) when unset. */

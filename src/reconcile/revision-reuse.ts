@@ -12,18 +12,27 @@
  *
  * Pure. Whether any revision of the history could match at all, before a listing is read, is
  * `reuseExcluded`'s (revision-history.ts); the one read of the listing, and the redeploy itself,
- * are `execute.ts`'s.
+ * are `execute.ts`'s. A redeploy's own records are here ({@link redeployedFrom},
+ * {@link recordRedeployed}, and what a switch back deployed, {@link pendingConfig}), and the plan
+ * that undoes a switch back the spec no longer asks for ({@link switchBackPlan}): entered only
+ * for a redeploy, or while one switched the active revision back.
  */
+import { cutToLength } from "../api/printable.ts";
 import { SOURCE_REVISION_FIELDS } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import type { RevisionReusePolicy } from "../crd/spec-policies.ts";
+import { REDEPLOY_REASON_MAX_LENGTH } from "../crd/status-schema.ts";
+import type { PatchPlan } from "./plan.ts";
 import {
   configAfterPatch,
   type DesiredRevision,
   given,
   NOT_REUSED,
+  pendingRedeploy,
   REVISION_FIELDS,
+  type RedeployedFrom,
   type RevisionHistoryEntry,
+  revisionConfigHash,
   revisionReusePolicy,
   switchBackSuperseded,
   switchedBackTo,
@@ -200,4 +209,66 @@ export function reuseTarget(
     revisions,
     history: status?.revisionHistory ?? [],
   });
+}
+
+/** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
+export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
+  return { redeployedFrom: revisionId, redeployReason: cutToLength(reason, REDEPLOY_REASON_MAX_LENGTH) };
+}
+
+/**
+ * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
+ * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
+ * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
+ * and why it was redeployed (`artifact`). Unchanged when the
+ * revision is not in the history (only a revision the operator created is ever redeployed).
+ */
+export function recordRedeployed(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  revisionId: string,
+  at: string,
+  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> & RedeployedFrom = {},
+): RevisionHistoryEntry[] | undefined {
+  const entry = history?.find((e) => e.id === revisionId);
+  if (!history || !entry) return history ? [...history] : undefined;
+  return [{ ...entry, ...artifact, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
+}
+
+/** What a redeployed entry recorded it deployed, as a config (for `status.activeRevision`). */
+export function pendingConfig(entry: RevisionHistoryEntry): SourceRevisionConfig {
+  return {
+    ...(entry.imageUri === undefined ? {} : { image_uri: entry.imageUri }),
+    ...(entry.repoRef === undefined ? {} : { repo_ref: entry.repoRef }),
+    ...(entry.repoCommitSha === undefined ? {} : { repo_commit_sha: entry.repoCommitSha }),
+  };
+}
+
+/**
+ * When a redeploy that switched the active revision back is pending but the spec no longer asks
+ * for it (Git moved on to what the service's latest revision already holds, so the planner sees
+ * no revision to make), the plan that brings the spec's revision back: its revision-defining
+ * fields sent again, which `applyPatch` turns into a redeploy of the revision that has them,
+ * beside what `alongside` sends (a PATCH planned that makes no revision: a `sourceConfig`
+ * change, say). `pending`: that redeploy ({@link pendingRedeploy}: the caller asks first).
+ * Undefined while it is still what the spec asks.
+ */
+export function switchBackPlan(
+  pending: RevisionHistoryEntry,
+  deployment: Deployment,
+  alongside?: PatchPlan,
+): PatchPlan | undefined {
+  const config = configAfterPatch(deployment.source_revision_config, {});
+  if (pending.configHash === revisionConfigHash(config, deployment.source)) return undefined;
+  const line = `back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`;
+  // A change of the revision live, as the rollout windows weigh it.
+  const change = { group: "source_revision_config", field: "sourceRevisionConfig", line } as const;
+  return {
+    action: "patch",
+    problems: [],
+    ...alongside,
+    body: { ...alongside?.body, source_revision_config: config },
+    newRevision: true,
+    changes: [...(alongside?.changes ?? []), change],
+    summary: [...(alongside?.summary ?? []), line],
+  };
 }

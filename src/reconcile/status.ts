@@ -42,12 +42,12 @@ import {
   type SyncOutcome,
 } from "./reasons.ts";
 import {
-  pendingConfig,
   pendingRedeploy,
   type RevisionHistoryEntry,
   recordDeployed,
   targetView,
 } from "./revision-history.ts";
+import { pendingConfig } from "./revision-reuse.ts";
 import { DEPLOYMENT_STATUSES, type Deployment, type SourceRevisionConfig } from "./service-types.ts";
 import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
 

@@ -10,13 +10,12 @@ import {
   type RevisionHistoryEntry,
   recordCreated,
   recordDeployed,
-  redeployedFrom,
   revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
 } from "../../src/reconcile/revision-history.ts";
-import { chooseRevision, reuseTarget } from "../../src/reconcile/revision-reuse.ts";
+import { chooseRevision, redeployedFrom, reuseTarget } from "../../src/reconcile/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";
