@@ -18,7 +18,8 @@ import {
   putConditions,
   type Verdict,
 } from "../crd/conventions.ts";
-import { CONDITION_STRINGS, type Declared, operator, statusSink } from "../reconcile/status-sink.ts";
+import { CONDITION_STRINGS, type Declared, operator } from "../reconcile/status-fields.ts";
+import { statusSink } from "../reconcile/status-sink.ts";
 
 /** Reasons of a connection's `Ready` condition (and of its Reconciling/Stalled). */
 export const CONNECTION_REASON = {

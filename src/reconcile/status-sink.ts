@@ -12,103 +12,15 @@
  *   of a tenant or a service reaches it. Kept as given, or left unset as a value would be.
  *
  * The fields are found by walking the status schema (`crd/status-schema.ts`) with the status, so
- * a field added there passes here too (as a value until it declares otherwise);
- * test/unit/status-sink.test.ts fails while one has no declared treatment. The connections'
- * status passes the same walk with its own table ({@link statusSink}, `connection/status.ts`).
+ * a field added there passes here too (as a value until it declares otherwise); each declares its
+ * treatment in `status-fields.ts`. The connections' status passes the same walk with its own
+ * table ({@link statusSink}, `connection/status.ts`).
  */
 import type { TSchema } from "@sinclair/typebox";
 import { printableLine, unprintableIn } from "../api/printable.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../crd/status-schema.ts";
-
-/** How a status string is written (see the module comment). */
-export type Treatment = "text" | "value" | "operator";
-
-/** A field's treatment, and who gives what it holds (the note names them). */
-export interface Declared {
-  treatment: Treatment;
-  from: string;
-}
-
-const SERVICE = "the service";
-const OPERATOR = "the operator";
-const value = (from: string): Declared => ({ treatment: "value", from });
-/** A field of text for people, filled by `from`. */
-export const text = (from: string): Declared => ({ treatment: "text", from });
-/** A field the operator alone fills. */
-export const operator: Declared = { treatment: "operator", from: OPERATOR };
-const served = value(SERVICE);
-
-/**
- * The strings of `conditions[]`, as every kind writes them: the operator's type, status, time and
- * reason; a message quoting what the service answered and what the spec holds.
- */
-export const CONDITION_STRINGS: Readonly<Record<string, Declared>> = {
-  "conditions[].type": operator,
-  "conditions[].status": operator,
-  "conditions[].lastTransitionTime": operator,
-  "conditions[].reason": operator,
-  // The service's answers and the tenant's spec are quoted in it.
-  "conditions[].message": text("the service and the spec"),
-};
-
-/**
- * Every string field of the status, by its path in the schema (`a.b`, `list[].field`), with its
- * treatment. docs/tenant-inputs.md lists the ones a tenant or a service fills.
- */
-export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
-  connection: value("spec.connectionRef"),
-  deploymentId: served,
-  tenantId: served,
-  remoteStatus: served,
-  latestRevisionId: served,
-  latestRevisionStatus: served,
-  activeRevisionId: served,
-  imageVersion: served,
-  repoCommitSha: served,
-  shortRevisions: served,
-  liveRevision: served,
-  "activeRevision.id": served,
-  "activeRevision.imageUri": served,
-  "activeRevision.repoRef": served,
-  "activeRevision.repoCommitSha": served,
-  "activeRevision.deployedAt": operator,
-  "externalRevision.id": served,
-  "externalRevision.seenAt": operator,
-  "externalRevision.imageUri": served,
-  "externalRevision.repoRef": served,
-  "externalRevision.repoCommitSha": served,
-  "revisionHistory[].id": served,
-  "revisionHistory[].secretsHash": operator,
-  "revisionHistory[].configHash": operator,
-  "revisionHistory[].imageUri": served,
-  "revisionHistory[].repoRef": served,
-  "revisionHistory[].repoCommitSha": served,
-  "revisionHistory[].redeployedAt": operator,
-  "revisionHistory[].redeployedFrom": served,
-  // Names the service's revision and what it deployed.
-  "revisionHistory[].redeployReason": text(SERVICE),
-  ...CONDITION_STRINGS,
-  appliedSecretsHash: operator,
-  appliedSecretVersions: operator,
-  lastHandledReconcileAt: value("the dms.dev/reconcile-requested-at annotation"),
-  lastHandledRolloutNow: value("the dms.dev/rollout-now annotation"),
-  lastHandledRebuildAt: value("the dms.dev/rebuild-requested-at annotation"),
-  "unconfirmedRebuild.requestedAt": value("the dms.dev/rebuild-requested-at annotation"),
-  "unconfirmedRebuild.afterRevisionId": served,
-  "unconfirmedRebuild.configHash": operator,
-  createRequestedAt: operator,
-  createdAt: operator,
-  rolloutStartedAt: operator,
-  "failedRevisionLog.revisionId": served,
-  "failedRevisionLog.reason": operator,
-  "failedRevisionLog.type": operator,
-  "failedRevisionLog.excerpt": text("the service's build or deploy log"),
-  "failedRevisionLog.failedReadAt": operator,
-  resolvedRepoUrl: value("GitHub (spec.github)"),
-  resolvedRepoRef: value("GitHub (spec.github)"),
-  exportedConfigMap: value("spec.export.configMapName"),
-};
+import { type Declared, STATUS_STRINGS } from "./status-fields.ts";
 
 /** A field left unset because its value holds a character of the rule. */
 export interface UnsetField {
@@ -137,7 +49,7 @@ type Schema = TSchema & {
 
 /** The treatment of a string at `path`: its declaration, else that of a value (never rewritten). */
 function treatmentOf(path: string, declarations: Readonly<Record<string, Declared>>): Declared {
-  return declarations[path] ?? value("an undeclared source");
+  return declarations[path] ?? { treatment: "value", from: "an undeclared source" };
 }
 
 /** True for a string leaf of the schema: a string, or an enum of string literals. */
