@@ -13,6 +13,7 @@ import { connectionLabel } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "../runtime/json.ts";
+import { settleCreated } from "./create.ts";
 import { generationApplied, observedAs } from "./decide.ts";
 import type { FailedRevisionLog } from "./failure-evidence.ts";
 import { outcomeFromProblems } from "./failures.ts";
@@ -25,7 +26,7 @@ import {
   readAgainPending,
   rolloutState,
 } from "./live-revision.ts";
-import { changedFields, createdNote } from "./notes.ts";
+import { changedFields } from "./notes.ts";
 import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
@@ -82,23 +83,7 @@ function settleWrite(
   };
   const write = decision.write;
   if (!executed || !write || executed.kind === "none") return { decided, events: decision.after };
-  if (executed.kind === "created") {
-    const created = { type: "Normal", reason: "Created", note: createdNote(executed.deployment) } as const;
-    const history = executed.history ? { history: executed.history } : {};
-    // The create answered: its intent is fulfilled in this same write, and its time kept as
-    // createdAt, which holds a second create back while the listing may lag (pendingCreateSince).
-    const intent = executed.written.status?.createRequestedAt;
-    const fulfilled = { ...record, createRequestedAt: null, ...(intent ? { createdAt: intent } : {}) };
-    return {
-      decided: {
-        ...decided,
-        record: fulfilled,
-        observed: { kind: "found", deployment: executed.deployment },
-        ...history,
-      },
-      events: [created, ...decision.after],
-    };
-  }
+  if (executed.kind === "created") return settleCreated(decided, executed, decision.after);
   if (write.kind !== "send") throw new Error("a create was answered as a PATCH");
   const { sent } = executed;
   const sending = write.plan;

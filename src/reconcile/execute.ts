@@ -1,7 +1,7 @@
 /**
  * The execute half of the apply arm's one boundary with the service (crossplane-runtime's
  * `ExternalClient` Create and Update): performs what `decide` decided (a create with its intent
- * recorded first, a PATCH, a redeploy then a PATCH, the history's bookkeeping, a rebuild with its
+ * recorded first, `create.ts`; a PATCH, a redeploy then a PATCH, the history's bookkeeping, a rebuild with its
  * intent recorded first) and
  * returns what it wrote, a failure after a write included, as a value.
  *
@@ -18,12 +18,12 @@
 import { isServiceError, loggedError } from "../api/errors.ts";
 import { formatTime } from "../crd/conventions.ts";
 
+import { create } from "./create.ts";
 import { artifactOf } from "./live-revision.ts";
 import type { DeploymentWrites, StoredResource } from "./ports.ts";
 import type { StatusRecord } from "./reasons.ts";
 import { intentUndone, rebuildIntent } from "./rebuild.ts";
 import {
-  createdHistory,
   type PatchTarget,
   pendingRedeploy,
   pendingSwitchBack,
@@ -143,34 +143,7 @@ async function write(
 ): Promise<Execution | undefined> {
   const write = decision.write;
   if (!write) return undefined;
-  if (write.kind === "create") {
-    // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
-    // (one that does not show an earlier intent) gets a conflict here, never a second POST.
-    const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
-    const written = await run.session.pace.timed("intent", () =>
-      deps.resources.patchStatus(run.obj, intent, signal),
-    );
-    let created: Deployment;
-    try {
-      created = await run.session.service.create(write.plan.body, signal);
-    } catch (error) {
-      return { kind: "failed", error, written };
-    }
-    // The first revision is the operator's: recorded with the digests of its config and secrets.
-    const first = created.latest_revision_id;
-    const history = first ? createdHistory(first, write.plan, run.obj.spec, created) : undefined;
-    // A create does not take the display name: a PATCH sends it at once (its failure is
-    // retried as a PATCH of the deployment the intent leads the next reconcile to).
-    const displayName = write.plan.displayName;
-    if (displayName !== undefined && created.display_name !== displayName) {
-      try {
-        created = await run.session.service.patch(created.id, { display_name: displayName }, signal);
-      } catch (error) {
-        return { kind: "failed", error, written, ...(history ? { history } : {}) };
-      }
-    }
-    return { kind: "created", deployment: created, history, written };
-  }
+  if (write.kind === "create") return create(deps, run, write.plan, signal);
   // The revision part is redeployed instead of built when spec.revisionReuse allows (see the module comment).
   const target: PatchTarget = {
     deployment: write.deployment,

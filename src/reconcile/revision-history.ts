@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { DEFAULT_REVISION_REUSE, type RevisionReusePolicy } from "../crd/spec-policies.ts";
 import { REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
-import type { CreatePlan, PatchPlan } from "./plan.ts";
+import type { PatchPlan } from "./plan.ts";
 import { hashSecrets } from "./secret-hash.ts";
 import type { Deployment, PatchDeploymentBody, SourceRevisionConfig } from "./service-types.ts";
 
@@ -273,23 +273,6 @@ export function revisionDigests(input: PatchTarget) {
 export function pendingSwitchBack(input: PatchTarget): RevisionHistoryEntry | undefined {
   if (!input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
   return switchedBackTo(input.status.revisionHistory, revisionDigests(input));
-}
-
-/** `status.revisionHistory` after a create made `revisionId`, the deployment's first revision. */
-export function createdHistory(
-  revisionId: string,
-  decision: CreatePlan,
-  spec: Pick<DeploymentSpec, "secrets">,
-  created: Deployment,
-): RevisionHistoryEntry[] {
-  const secretsHash = vouchedSecretsHash({
-    managed: spec.secrets !== undefined,
-    sentHash: decision.secretsHash,
-    serviceSecretCount: created.secrets.length,
-  });
-  const config = configAfterPatch({}, decision.body.source_revision_config);
-  const source = decision.body.source;
-  return recordCreated(undefined, revisionId, secretsHash, revisionConfigHash(config, source));
 }
 
 /** `spec.revisionReuse`, the default (`Pinned`) when unset. */
