@@ -1,7 +1,7 @@
 /**
  * The characters text meant for people never shows raw, defined once: the console log
- * (`log.ts`) and every sanitizer of `api/printable.ts` (Events, conditions, the commands' output)
- * read this rule. It lives at the bottom layer so that the log, which imports nothing above it,
+ * (`log.ts`), the sanitizers of `api/printable.ts` (Events, conditions) and the escapes of
+ * `api/terminal-text.ts` (the commands' output) read this rule. It lives at the bottom layer so that the log, which imports nothing above it,
  * can use it too. Pure, a leaf.
  *
  * The characters: the C0 controls (U+0000–U+001F), DEL, the C1 controls (U+0080–U+009F, U+009B
