@@ -4,14 +4,15 @@
  * its connection's session, and what was seen of its Secrets: `SecretsSeen`, inputs.ts, the one
  * state the steps of a reconcile share); what `observe` saw (`Observation`, with the deployment
  * as the lookup `Found` it); what `decide` made of it (`Decision`: the write, the events, the
- * status record, as data); what `execute` wrote (`Executed`); and what the conclusion is drawn
- * from (`Decided`). Types only: each step's module imports them, none imports another step's
- * code for them.
+ * status record, as data); what `execute` wrote (`Executed`); what the conclusion is drawn
+ * from (`Decided`), and the status (`StatusInput`). Types only: each step's module imports them,
+ * none imports another step's code for them.
  */
 import type { DesiredDeployment } from "../crd/mapping.ts";
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import type { ReconcileLog } from "../runtime/controller.ts";
 import type { SecretsSeen } from "./inputs.ts";
-import type { ExternalRevision } from "./live-revision.ts";
+import type { ExternalRevision, RevisionObservation, RolloutEvidence } from "./live-revision.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { StatusRecord, SyncOutcome } from "./reasons.ts";
@@ -143,6 +144,38 @@ export interface Decided {
 
 /** What `dms_external_changes_total` counts: a revision, or fields that differed from the spec. */
 export type ExternalChangeKind = "revision" | "fields";
+
+/** Everything the status is computed from (`statusFrom`, status.ts). */
+export interface StatusInput {
+  previous?: DeploymentResourceStatus | undefined;
+  /** `metadata.generation` of the object reconciled. */
+  generation: number;
+  /** The service's deployment: `null` when known not to exist, `undefined` when not looked at. */
+  observed: Deployment | null | undefined;
+  sync: SyncOutcome;
+  now: Date;
+  record?: StatusRecord;
+  /** Secret values to scrub from every message (service error details may echo them). */
+  secretValues?: readonly string[];
+  /** The latest revision's status, when it was read or is known (see `revisions.ts`). */
+  revision?: RevisionObservation | undefined;
+  /** The rollout's timing and log evidence, when the deployment was observed (failure-evidence.ts). */
+  rollout?: RolloutEvidence | undefined;
+  /**
+   * `status.revisionHistory` after this reconcile's writes (a revision created: `recordCreated`,
+   * revision-reuse.ts); undefined: the previous one. Marked deployed here when seen active.
+   */
+  revisionHistory?: readonly RevisionHistoryEntry[] | undefined;
+  /** The config of a revision this reconcile redeployed, for `status.activeRevision` once it is active. */
+  knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
+  /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
+  externalRevision?: ExternalRevision | undefined;
+  /**
+   * `observed` is `null` for a create answered and not listed yet (decide.ts): the deployment is
+   * not gone, and what the operator recorded of it (its revisions, its active one) is kept.
+   */
+  createdUnlisted?: boolean | undefined;
+}
 
 /** An event to record on the resource, as data. */
 export interface DecidedEvent {

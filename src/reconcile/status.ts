@@ -20,7 +20,6 @@ import { STATUS_ID_MAX_LENGTH as ID, STATUS_VALUE_MAX_LENGTH } from "../crd/stat
 import { excerptSentence } from "./failure-evidence.ts";
 import {
   activeRevision,
-  type ExternalRevision,
   isBeingDeleted,
   isDoneRevision,
   isFailedRevision,
@@ -38,50 +37,13 @@ import {
   type ConditionType,
   REASON,
   RECORD_FIELDS,
-  type StatusRecord,
   type SyncOutcome,
 } from "./reasons.ts";
-import {
-  pendingRedeploy,
-  type RevisionHistoryEntry,
-  recordDeployed,
-  targetView,
-} from "./revision-history.ts";
+import { pendingRedeploy, recordDeployed, targetView } from "./revision-history.ts";
 import { pendingConfig } from "./revision-reuse.ts";
-import { DEPLOYMENT_STATUSES, type Deployment, type SourceRevisionConfig } from "./service-types.ts";
+import type { StatusInput } from "./run.ts";
+import { DEPLOYMENT_STATUSES, type Deployment } from "./service-types.ts";
 import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
-
-/** Everything {@link statusFrom} needs. */
-export interface StatusInput {
-  previous?: DeploymentResourceStatus | undefined;
-  /** `metadata.generation` of the object reconciled. */
-  generation: number;
-  /** The service's deployment: `null` when known not to exist, `undefined` when not looked at. */
-  observed: Deployment | null | undefined;
-  sync: SyncOutcome;
-  now: Date;
-  record?: StatusRecord;
-  /** Secret values to scrub from every message (service error details may echo them). */
-  secretValues?: readonly string[];
-  /** The latest revision's status, when it was read or is known (see `revisions.ts`). */
-  revision?: RevisionObservation | undefined;
-  /** The rollout's timing and log evidence, when the deployment was observed (failure-evidence.ts). */
-  rollout?: RolloutEvidence | undefined;
-  /**
-   * `status.revisionHistory` after this reconcile's writes (a revision created: `recordCreated`,
-   * revision-reuse.ts); undefined: the previous one. Marked deployed here when seen active.
-   */
-  revisionHistory?: readonly RevisionHistoryEntry[] | undefined;
-  /** The config of a revision this reconcile redeployed, for `status.activeRevision` once it is active. */
-  knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
-  /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
-  externalRevision?: ExternalRevision | undefined;
-  /**
-   * `observed` is `null` for a create answered and not listed yet (decide.ts): the deployment is
-   * not gone, and what the operator recorded of it (its revisions, its active one) is kept.
-   */
-  createdUnlisted?: boolean | undefined;
-}
 
 /**
  * What one source of evidence (the service's state, or the reconcile's outcome) says of the

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import type { Deployment } from "../../src/api/wire.ts";
 import { type DeploymentResourceStatus, FINALIZER } from "../../src/crd/schema.ts";
-import { type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
+import type { StatusInput } from "../../src/reconcile/run.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import type { EngineVerdicts, FluxHealthCheckExprs } from "../controlplane/gitops-health.ts";
 import { markdownTable } from "./markdown-table.ts";
 

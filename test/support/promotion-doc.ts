@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
-import { type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
+import type { StatusInput } from "../../src/reconcile/run.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { conditionsText } from "./gitops-health-doc.ts";
 import { markdownTable } from "./markdown-table.ts";
 

@@ -6,7 +6,8 @@ import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { outcomeFromProblems } from "../../src/reconcile/failures.ts";
 import { resolvedRepo } from "../../src/reconcile/observe.ts";
 import { CONDITION, REASON, type SyncOutcome } from "../../src/reconcile/reasons.ts";
-import { type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
+import type { StatusInput } from "../../src/reconcile/run.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { changedStatusFields, statusEqual } from "../../src/runtime/json.ts";
 import { remote } from "./plan-fixtures.ts";
 
