@@ -1,13 +1,27 @@
 /**
- * The treatment each string field of a status declares, for the status sink (`status-sink.ts`,
- * whose module comment says what each treatment does), and who gives what the field holds, which
- * the note of a value left unset names. The Deployment resource's fields by their path in the
- * schema ({@link STATUS_STRINGS}), the conditions' as every kind writes them
- * ({@link CONDITION_STRINGS}, which the connections' table takes too: `connection/status.ts`).
- * test/unit/status-sink.test.ts fails while a string of the schema has no declared treatment.
+ * The treatment each string field of a status declares, for the status sink (`status-sink.ts`),
+ * and who gives what the field holds, which the note of a value left unset names
+ * ({@link unsetNote}). The Deployment resource's fields by their path in the schema
+ * ({@link STATUS_STRINGS}), the conditions' as every kind writes them ({@link CONDITION_STRINGS},
+ * which the connections' table takes too: `connection/status.ts`); a kind's schema is compiled
+ * with its table once, when its sink is built ({@link compile}). test/unit/status-sink.test.ts
+ * fails while a string of the schema has no declared treatment.
  */
+import type { TSchema } from "@sinclair/typebox";
 
-/** How a status string is written (see `status-sink.ts`). */
+/**
+ * How a status string is written:
+ * - `text`, meant for people (a condition's message, why a revision was redeployed, a log
+ *   excerpt): written with the printable rule (`printableLine`, `api/printable.ts`).
+ * - `value`, one that tools compare (an image reference, a commit, a revision or deployment id,
+ *   an annotation's value the operator acknowledges): never rewritten. One holding a character of
+ *   the rule is left unset (with the object that needs it: a revision history entry without its
+ *   id), and {@link unsetNote} says which field and why, in the `Synced` condition's message.
+ * - `operator`, written by the operator alone from its own vocabulary, clock or digests: no text
+ *   of a tenant or a service reaches it. Kept as given, or left unset as a value would be.
+ *
+ * A string of the schema no table declares is a value.
+ */
 export type Treatment = "text" | "value" | "operator";
 
 /** A field's treatment, and who gives what it holds (the note names them). */
@@ -95,3 +109,67 @@ export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
   resolvedRepoRef: value("GitHub (spec.github)"),
   exportedConfigMap: value("spec.export.configMapName"),
 };
+
+type Schema = TSchema & {
+  type?: string;
+  properties?: Record<string, TSchema>;
+  required?: readonly string[];
+  items?: TSchema;
+  anyOf?: readonly TSchema[];
+};
+
+/** True for a string leaf of the schema: a string, or an enum of string literals. */
+export function isStringSchema(schema: Schema): boolean {
+  return schema.type === "string" || (schema.anyOf?.every((s: Schema) => s.type === "string") ?? false);
+}
+
+/** The schema compiled once: each string knows its treatment, each object its required fields. */
+export type Node =
+  | { kind: "string"; declared: Declared }
+  | { kind: "list"; items: Node }
+  | { kind: "object"; fields: ReadonlyMap<string, Node>; required: ReadonlySet<string> }
+  | { kind: "other" };
+
+/** `schema` (at `path`) compiled with `declarations`: an undeclared string is a value. */
+export function compile(schema: Schema, declarations: Readonly<Record<string, Declared>>, path = ""): Node {
+  if (isStringSchema(schema))
+    return {
+      kind: "string",
+      declared: declarations[path] ?? { treatment: "value", from: "an undeclared source" },
+    };
+  if (schema.items)
+    return { kind: "list", items: compile(schema.items as Schema, declarations, `${path}[]`) };
+  if (!schema.properties) return { kind: "other" };
+  const fields = new Map<string, Node>();
+  for (const [key, inner] of Object.entries(schema.properties))
+    fields.set(key, compile(inner as Schema, declarations, path ? `${path}.${key}` : key));
+  return { kind: "object", fields, required: new Set(schema.required ?? []) };
+}
+
+/** A field left unset because its value holds a character of the rule. */
+export interface UnsetField {
+  /** `status.<path>` with list indexes: the field, or the object dropped for lack of it. */
+  field: string;
+  /** The field of that object whose value held it, when an object was dropped. */
+  because?: string;
+  from: string;
+  /** The character, as `U+XXXX`. */
+  character: string;
+}
+
+/** Fields a note names at most; the rest are counted. */
+export const UNSET_NAMED = 5;
+
+/**
+ * The sentence of the `Synced` condition's message naming the fields left unset, or undefined
+ * when none was: which field, who gave its value, the character, and why it is not rewritten.
+ */
+export function unsetNote(unset: readonly UnsetField[]): string | undefined {
+  if (unset.length === 0) return undefined;
+  const named = unset.slice(0, UNSET_NAMED).map((u) => {
+    const field = u.because === undefined ? u.field : `${u.field} (its ${u.because})`;
+    return `${field} as ${u.from} gave it holds ${u.character}`;
+  });
+  const more = unset.length > UNSET_NAMED ? `, and ${unset.length - UNSET_NAMED} more` : "";
+  return `left unset: ${named.join(", ")}${more}; outside the printable rule, and a value tools compare is never rewritten`;
+}

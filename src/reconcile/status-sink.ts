@@ -1,78 +1,23 @@
 /**
  * The status sink: every string of a Deployment resource's status passes here before it is
- * written, by the treatment its field declares. Pure.
- *
- * - `text`, meant for people (a condition's message, why a revision was redeployed, a log
- *   excerpt): written with the printable rule (`printableLine`, `api/printable.ts`).
- * - `value`, one that tools compare (an image reference, a commit, a revision or deployment id,
- *   an annotation's value the operator acknowledges): never rewritten. One holding a character of
- *   the rule is left unset (with the object that needs it: a revision history entry without its
- *   id), and {@link unsetNote} says which field and why, in the `Synced` condition's message.
- * - `operator`, written by the operator alone from its own vocabulary, clock or digests: no text
- *   of a tenant or a service reaches it. Kept as given, or left unset as a value would be.
+ * written, by the treatment its field declares (`status-fields.ts`, which says what each does):
+ * text for people printable, a value tools compare kept exactly as given or left unset, and the
+ * `Synced` condition's message saying which (`unsetNote`). Pure.
  *
  * The fields are found by walking the status schema (`crd/status-schema.ts`) with the status, so
- * a field added there passes here too (as a value until it declares otherwise); each declares its
- * treatment in `status-fields.ts`. The connections' status passes the same walk with its own
- * table ({@link statusSink}, `connection/status.ts`).
+ * a field added there passes here too (as a value until it declares otherwise). The connections'
+ * status passes the same walk with its own table ({@link statusSink}, `connection/status.ts`).
  */
 import type { TSchema } from "@sinclair/typebox";
 import { printableLine, unprintableIn } from "../api/printable.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../crd/status-schema.ts";
-import { type Declared, STATUS_STRINGS } from "./status-fields.ts";
-
-/** A field left unset because its value holds a character of the rule. */
-export interface UnsetField {
-  /** `status.<path>` with list indexes: the field, or the object dropped for lack of it. */
-  field: string;
-  /** The field of that object whose value held it, when an object was dropped. */
-  because?: string;
-  from: string;
-  /** The character, as `U+XXXX`. */
-  character: string;
-}
+import { compile, type Declared, type Node, STATUS_STRINGS, type UnsetField } from "./status-fields.ts";
 
 /** A status as the sink writes it, and the fields it left unset. */
 export interface SinkResult<S> {
   status: S;
   unset: UnsetField[];
-}
-
-type Schema = TSchema & {
-  type?: string;
-  properties?: Record<string, TSchema>;
-  required?: readonly string[];
-  items?: TSchema;
-  anyOf?: readonly TSchema[];
-};
-
-/** The treatment of a string at `path`: its declaration, else that of a value (never rewritten). */
-function treatmentOf(path: string, declarations: Readonly<Record<string, Declared>>): Declared {
-  return declarations[path] ?? { treatment: "value", from: "an undeclared source" };
-}
-
-/** True for a string leaf of the schema: a string, or an enum of string literals. */
-export function isStringSchema(schema: Schema): boolean {
-  return schema.type === "string" || (schema.anyOf?.every((s: Schema) => s.type === "string") ?? false);
-}
-
-/** The schema compiled once: each string knows its treatment, each object its required fields. */
-type Node =
-  | { kind: "string"; declared: Declared }
-  | { kind: "list"; items: Node }
-  | { kind: "object"; fields: ReadonlyMap<string, Node>; required: ReadonlySet<string> }
-  | { kind: "other" };
-
-function compile(schema: Schema, path: string, declarations: Readonly<Record<string, Declared>>): Node {
-  if (isStringSchema(schema)) return { kind: "string", declared: treatmentOf(path, declarations) };
-  if (schema.items)
-    return { kind: "list", items: compile(schema.items as Schema, `${path}[]`, declarations) };
-  if (!schema.properties) return { kind: "other" };
-  const fields = new Map<string, Node>();
-  for (const [key, inner] of Object.entries(schema.properties))
-    fields.set(key, compile(inner as Schema, path ? `${path}.${key}` : key, declarations));
-  return { kind: "object", fields, required: new Set(schema.required ?? []) };
 }
 
 /** Printable ASCII, most of a status: nothing of the rule, checked in one quick pass. */
@@ -170,7 +115,7 @@ export function statusSink<S extends object>(
   schema: TSchema,
   declarations: Readonly<Record<string, Declared>>,
 ): StatusSink<S> {
-  const root = compile(schema as Schema, "", declarations);
+  const root = compile(schema, declarations);
   const conditionsNode = root.kind === "object" ? root.fields.get("conditions") : undefined;
   return {
     keepPrintable: (status) => {
@@ -196,21 +141,4 @@ export function keepPrintable(status: DeploymentResourceStatus): SinkResult<Depl
 /** The Deployment resource's conditions as written (see {@link StatusSink.keepPrintableConditions}). */
 export function keepPrintableConditions(conditions: Condition[]): Condition[] {
   return DEPLOYMENT_SINK.keepPrintableConditions(conditions);
-}
-
-/** Fields a note names at most; the rest are counted. */
-export const UNSET_NAMED = 5;
-
-/**
- * The sentence of the `Synced` condition's message naming the fields left unset, or undefined
- * when none was: which field, who gave its value, the character, and why it is not rewritten.
- */
-export function unsetNote(unset: readonly UnsetField[]): string | undefined {
-  if (unset.length === 0) return undefined;
-  const named = unset.slice(0, UNSET_NAMED).map((u) => {
-    const field = u.because === undefined ? u.field : `${u.field} (its ${u.because})`;
-    return `${field} as ${u.from} gave it holds ${u.character}`;
-  });
-  const more = unset.length > UNSET_NAMED ? `, and ${unset.length - UNSET_NAMED} more` : "";
-  return `left unset: ${named.join(", ")}${more}; outside the printable rule, and a value tools compare is never rewritten`;
 }

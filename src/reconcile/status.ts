@@ -43,7 +43,8 @@ import { pendingRedeploy, recordDeployed, targetView } from "./revision-history.
 import { pendingConfig } from "./revision-reuse.ts";
 import type { StatusInput } from "./run.ts";
 import { DEPLOYMENT_STATUSES, type Deployment } from "./service-types.ts";
-import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
+import { unsetNote } from "./status-fields.ts";
+import { keepPrintable, keepPrintableConditions } from "./status-sink.ts";
 
 /**
  * What one source of evidence (the service's state, or the reconcile's outcome) says of the
@@ -309,7 +310,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   // What the service or a tenant gave passes the status sink before the conditions are set, so
   // that Synced can say which value was left unset (status-sink.ts).
   const sunk = keepPrintable(status);
-  const note = unsetNote(sunk.unset);
+  const note = sunk.unset.length === 0 ? undefined : unsetNote(sunk.unset);
   const synced = note ? { ...outcome.synced, message: `${outcome.synced.message}; ${note}` } : outcome.synced;
 
   // A change held for a rollout window replaces the service's failed or stuck revision when it

@@ -16,8 +16,8 @@ import { DeploymentResourceStatusSchema } from "../../src/crd/status-schema.ts";
 import type { RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
 import type { Deployment } from "../../src/reconcile/service-types.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
-import { STATUS_STRINGS } from "../../src/reconcile/status-fields.ts";
-import { isStringSchema, keepPrintable, UNSET_NAMED, unsetNote } from "../../src/reconcile/status-sink.ts";
+import { isStringSchema, STATUS_STRINGS, UNSET_NAMED, unsetNote } from "../../src/reconcile/status-fields.ts";
+import { keepPrintable } from "../../src/reconcile/status-sink.ts";
 import { INVISIBLE, UNPRINTABLE } from "../../src/runtime/unprintable.ts";
 
 type Schema = {
