@@ -1,11 +1,14 @@
 /**
  * The words of a Deployment resource's status, in one place: the condition types the operator
  * sets and their reasons (CamelCase, as metav1.Condition requires), the sync outcomes a reconcile
- * concludes (each drawn as conditions by `status.ts`), and the bookkeeping it records beside
- * them. Data and types only: what reads them is `status.ts`, the decision and the error policy.
+ * concludes (each drawn as conditions by `status.ts`), the bookkeeping it records beside them,
+ * and what the service's state says of readiness on its own (a status other than READY, or no
+ * deployment at all: tables built once). Data, types and the builders of a condition's value:
+ * what reads them is `status.ts`, the decision and the error policy.
  */
-import { KSTATUS } from "../crd/conventions.ts";
-import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { type ConditionValue, KSTATUS } from "../crd/conventions.ts";
+import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
+import { DEPLOYMENT_STATUSES } from "./service-types.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
@@ -150,3 +153,76 @@ export const CONDITION_ORDER = [
   CONDITION.Stalled,
   CONDITION.Reconciling,
 ] as const;
+
+/**
+ * What one source of evidence (the service's state, or the reconcile's outcome) says of the
+ * conditions: `ready` and `synced` where it speaks of them, `progress` (Reconciling) and
+ * `stalled` when they apply.
+ */
+export interface ConditionValues {
+  ready?: ConditionValue;
+  synced?: ConditionValue;
+  progress?: ConditionValue;
+  stalled?: ConditionValue;
+}
+
+export const value = (status: Condition["status"], reason: string, message: string): ConditionValue => ({
+  status,
+  reason,
+  message,
+});
+
+/** Not ready because work is under way: Ready False and Reconciling True, for one reason. */
+export const inProgress = (reason: string, message: string, progressMessage = message): ConditionValues => ({
+  ready: value("False", reason, message),
+  progress: value("True", reason, progressMessage),
+});
+
+/** Not ready, and it will not get there without a change: Ready False and Stalled True. */
+export const stuck = (reason: string, message: string): ConditionValues => ({
+  ready: value("False", reason, message),
+  stalled: value("True", reason, message),
+});
+
+/** Readiness for the service statuses that settle it alone (READY also looks at the revisions). */
+const BY_REMOTE_STATUS = new Map<string, ConditionValues>([
+  ["AWAITING_DATABASE", inProgress(REASON.AwaitingDatabase, "the service is provisioning the database")],
+  ["AWAITING_DELETE", { ready: value("False", REASON.Deleting, "the service is deleting this deployment") }],
+  ["UNUSED", { ready: value("False", REASON.Unused, "the service reports this deployment as unused") }],
+  ["UNKNOWN", { ready: value("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
+]);
+
+/** Readiness of a deployment whose status the service does not report READY. */
+export function notReady(status: string): ConditionValues {
+  // A value the spec does not list (a newer or looser service): not ready, not failed.
+  return (
+    BY_REMOTE_STATUS.get(status) ?? {
+      ready: value(
+        "False",
+        REASON.UnrecognizedStatus,
+        `the service reports status ${status}, which this operator does not know (known: ${DEPLOYMENT_STATUSES.join(", ")}); treated as not ready`,
+      ),
+    }
+  );
+}
+
+/** Ready: the service's deployment is live. */
+export const available = (message: string) => value("True", REASON.Available, message);
+/** Its message names no revision (the ids are in the status): the cache holds it once (`kube/object.ts`). */
+export const LATEST_ACTIVE = available("the latest revision is active (status.activeRevisionId)");
+export const NO_REVISION = available("the service reports the deployment READY and no revision");
+
+/** Readiness when the service is known to have no deployment for the resource, by the outcome. */
+const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
+  deleting: { ready: value("False", REASON.Deleting, "the service's deployment is gone") },
+  synced: inProgress(REASON.Creating, "creation requested; waiting for the service to list the deployment"),
+};
+
+const NOT_FOUND: ConditionValues = {
+  ready: value("False", REASON.NotFound, "the service has no such deployment"),
+};
+
+/** Readiness when the service is known to have no deployment for the resource (`kind`: the outcome). */
+export function absentReadiness(kind: SyncOutcome["kind"]): ConditionValues {
+  return WHEN_ABSENT[kind] ?? NOT_FOUND;
+}

@@ -32,73 +32,28 @@ import {
   stuckPart,
 } from "./live-revision.ts";
 import {
+  absentReadiness,
+  available,
   CONDITION,
   CONDITION_ORDER,
   type ConditionType,
+  type ConditionValues,
+  inProgress,
+  LATEST_ACTIVE,
+  NO_REVISION,
+  notReady,
   REASON,
   RECORD_FIELDS,
   type SyncOutcome,
+  stuck,
+  value,
 } from "./reasons.ts";
 import { pendingRedeploy, recordDeployed, targetView } from "./revision-history.ts";
 import { pendingConfig } from "./revision-reuse.ts";
 import type { StatusInput } from "./run.ts";
-import { DEPLOYMENT_STATUSES, type Deployment } from "./service-types.ts";
+import type { Deployment } from "./service-types.ts";
 import { unsetNote } from "./status-fields.ts";
 import { keepPrintable, keepPrintableConditions } from "./status-sink.ts";
-
-/**
- * What one source of evidence (the service's state, or the reconcile's outcome) says of the
- * conditions: `ready` and `synced` where it speaks of them, `progress` (Reconciling) and
- * `stalled` when they apply.
- */
-interface ConditionValues {
-  ready?: ConditionValue;
-  synced?: ConditionValue;
-  progress?: ConditionValue;
-  stalled?: ConditionValue;
-}
-
-const value = (status: Condition["status"], reason: string, message: string): ConditionValue => ({
-  status,
-  reason,
-  message,
-});
-
-/** Not ready because work is under way: Ready False and Reconciling True, for one reason. */
-const inProgress = (reason: string, message: string, progressMessage = message): ConditionValues => ({
-  ready: value("False", reason, message),
-  progress: value("True", reason, progressMessage),
-});
-
-/** Not ready, and it will not get there without a change: Ready False and Stalled True. */
-const stuck = (reason: string, message: string): ConditionValues => ({
-  ready: value("False", reason, message),
-  stalled: value("True", reason, message),
-});
-
-/** Readiness for the service statuses that settle it alone (READY also looks at the revisions). */
-const BY_REMOTE_STATUS = new Map<string, ConditionValues>([
-  ["AWAITING_DATABASE", inProgress(REASON.AwaitingDatabase, "the service is provisioning the database")],
-  ["AWAITING_DELETE", { ready: value("False", REASON.Deleting, "the service is deleting this deployment") }],
-  ["UNUSED", { ready: value("False", REASON.Unused, "the service reports this deployment as unused") }],
-  ["UNKNOWN", { ready: value("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
-]);
-
-/** Ready: the service's deployment is live. */
-const available = (message: string) => value("True", REASON.Available, message);
-/** Its message names no revision (the ids are in the status): the cache holds it once (`kube/object.ts`). */
-const LATEST_ACTIVE = available("the latest revision is active (status.activeRevisionId)");
-const NO_REVISION = available("the service reports the deployment READY and no revision");
-
-/** Readiness when the service is known to have no deployment for the resource, by the outcome. */
-const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
-  deleting: { ready: value("False", REASON.Deleting, "the service's deployment is gone") },
-  synced: inProgress(REASON.Creating, "creation requested; waiting for the service to list the deployment"),
-};
-
-const NOT_FOUND: ConditionValues = {
-  ready: value("False", REASON.NotFound, "the service has no such deployment"),
-};
 
 /** What the service's deployment says of readiness: its status, and its latest revision's. */
 function readiness(
@@ -130,18 +85,7 @@ function readiness(
       `${message}${excerptSentence(rollout?.log, latest, REASON.RolloutTimeout)}`,
     );
   }
-  if (status !== "READY") {
-    // A value the spec does not list (a newer or looser service): not ready, not failed.
-    return (
-      BY_REMOTE_STATUS.get(status) ?? {
-        ready: value(
-          "False",
-          REASON.UnrecognizedStatus,
-          `the service reports status ${status}, which this operator does not know (known: ${DEPLOYMENT_STATUSES.join(", ")}); treated as not ready`,
-        ),
-      }
-    );
-  }
+  if (status !== "READY") return notReady(status);
   if (active === latest) return { ready: active ? LATEST_ACTIVE : NO_REVISION };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
   // the next look. Only when a second look still does not (a service that never says so) does
@@ -290,7 +234,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const service = observed
     ? readiness(targetView(observed, target), input.revision, previous, input.rollout)
     : observed === null
-      ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
+      ? absentReadiness(sync.kind)
       : {};
   const outcome = outcomeValues(sync);
 
