@@ -9,10 +9,11 @@
  * timeout, a 5xx, a rate limit) is tried again on a later reconcile, `LOG_RETRY_MS` apart and
  * `MAX_LOG_READS` reads in all, as the record's `failedReads` counts.
  *
- * Pure: the Warning's headline, and how a tail is shown (its lines redacted, cut, fitted to an
- * Event's note, its excerpt). When a log is read, and read again, is decided in `evidence.ts`,
- * which also sequences the read (`RevisionLogReader`'s, revision-log-reader.ts) and the one
- * Warning; none of this runs for a rollout that neither failed nor timed out.
+ * Pure: the Warning's headline, how a tail is shown (its lines redacted, cut, fitted to an
+ * Event's note, its excerpt), and the `Stalled` condition of a failed revision or a rollout past
+ * its timeout. When a log is read, and read again, is decided in `evidence.ts`, which also
+ * sequences the read (`RevisionLogReader`'s, revision-log-reader.ts) and the one Warning; none of
+ * this runs for a rollout that neither failed nor timed out.
  */
 
 import { cutToBytes as cutBytes, stripToLine } from "../api/printable.ts";
@@ -21,7 +22,8 @@ import { partsCoverage } from "../api/redact/parts.ts";
 import { applyCoverage, redactAndTruncate } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry } from "../api/revision-logs.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import type { REASON } from "./reasons.ts";
+import { type ConditionValues, REASON, stuck } from "./reasons.ts";
+import type { Deployment } from "./service-types.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */
 export const TAIL_LINES = 20;
@@ -225,4 +227,37 @@ export function excerptSentence(
 ): string {
   if (!log?.excerpt || log.revisionId !== revisionId || log.reason !== reason) return "";
   return ` Last ${log.type ?? "build"} log lines: ${log.excerpt}`;
+}
+
+/** Stalled: the latest revision failed, it will never go live; its log's excerpt once read. */
+export function revisionFailed(
+  revision: { id: string; status: string },
+  active: string | null | undefined,
+  log: FailedRevisionLog | undefined,
+): ConditionValues {
+  return stuck(
+    REASON.RevisionFailed,
+    `revision ${revision.id} ${revision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(log, revision.id, REASON.RevisionFailed)}`,
+  );
+}
+
+/**
+ * Stalled: the rollout of revision `latest` did not end within `spec.rolloutTimeout`
+ * (`timedOutAfter`). The message says what is stuck (`part`, `stuckPart` in live-revision.ts).
+ */
+export function rolloutTimedOut(
+  observed: Pick<Deployment, "status" | "active_revision_id">,
+  latest: string,
+  revisionStatus: string | undefined,
+  part: "revision" | "deployment" | "both",
+  timedOutAfter: string,
+  log: FailedRevisionLog | undefined,
+): ConditionValues {
+  const { status, active_revision_id: active } = observed;
+  const within = `spec.rolloutTimeout ${timedOutAfter}`;
+  const message =
+    part === "deployment"
+      ? `revision ${latest} is live, but the service has reported the deployment ${status} for longer than ${within}: the deployment is stuck, not the revision. Nothing is sent again: this ends when the service reports it READY.`
+      : `revision ${latest}${revisionStatus === undefined ? "" : ` (${revisionStatus})`} has not gone live within ${within}${part === "both" ? ` and the service still reports the deployment ${status}` : ""}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.`;
+  return stuck(REASON.RolloutTimeout, `${message}${excerptSentence(log, latest, REASON.RolloutTimeout)}`);
 }

@@ -4,7 +4,8 @@
  * concludes (each drawn as conditions by `status.ts`), the bookkeeping it records beside them,
  * and what the service's state says of readiness on its own (a status other than READY, or no
  * deployment at all: tables built once). Data, types and the builders of a condition's value:
- * what reads them is `status.ts`, the decision and the error policy.
+ * what reads them is `status.ts` (and `failure-evidence.ts` for a stalled rollout), the decision
+ * and the error policy.
  */
 import { type ConditionValue, KSTATUS } from "../crd/conventions.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";

@@ -17,7 +17,7 @@ import {
 } from "../crd/conventions.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { STATUS_ID_MAX_LENGTH as ID, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
-import { excerptSentence } from "./failure-evidence.ts";
+import { revisionFailed, rolloutTimedOut } from "./failure-evidence.ts";
 import {
   activeRevision,
   isBeingDeleted,
@@ -45,7 +45,6 @@ import {
   REASON,
   RECORD_FIELDS,
   type SyncOutcome,
-  stuck,
   value,
 } from "./reasons.ts";
 import { pendingRedeploy, recordDeployed, targetView } from "./revision-history.ts";
@@ -64,27 +63,20 @@ function readiness(
 ): ConditionValues {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
-  if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
-    return stuck(
-      REASON.RevisionFailed,
-      `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(rollout?.log, latestRevision.id, REASON.RevisionFailed)}`,
-    );
-  }
-  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
+  if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status))
+    return revisionFailed(latestRevision, active, rollout?.log);
   // Past spec.rolloutTimeout the rollout is stalled whatever the deployment's status: a first
-  // rollout whose deployment stays AWAITING_DATABASE included. The message says what is stuck.
+  // rollout whose deployment stays AWAITING_DATABASE included.
   const part = rollout?.timedOutAfter === undefined ? undefined : stuckPart(observed, latestRevision?.status);
-  if (part !== undefined && latest && rollout?.timedOutAfter !== undefined) {
-    const within = `spec.rolloutTimeout ${rollout.timedOutAfter}`;
-    const message =
-      part === "deployment"
-        ? `revision ${latest} is live, but the service has reported the deployment ${status} for longer than ${within}: the deployment is stuck, not the revision. Nothing is sent again: this ends when the service reports it READY.`
-        : `revision ${latest}${revisionStatus} has not gone live within ${within}${part === "both" ? ` and the service still reports the deployment ${status}` : ""}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.`;
-    return stuck(
-      REASON.RolloutTimeout,
-      `${message}${excerptSentence(rollout?.log, latest, REASON.RolloutTimeout)}`,
+  if (part !== undefined && latest && rollout?.timedOutAfter !== undefined)
+    return rolloutTimedOut(
+      observed,
+      latest,
+      latestRevision?.status,
+      part,
+      rollout.timedOutAfter,
+      rollout.log,
     );
-  }
   if (status !== "READY") return notReady(status);
   if (active === latest) return { ready: active ? LATEST_ACTIVE : NO_REVISION };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
@@ -102,6 +94,7 @@ function readiness(
       ),
     };
   }
+  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
   return inProgress(
     REASON.RolloutInProgress,
     `revision ${latest ?? "(none)"} is rolling out${revisionStatus}; ${active ?? "no revision"} is active`,
