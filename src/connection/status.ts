@@ -3,7 +3,7 @@
  * trio of `src/crd/conventions.ts`, built as the Deployment resource's are: `Ready` from the
  * verdict once there is one, `Reconciling` while a transient failure is retried or a deletion is
  * held, `Stalled` when a failure waits for a change of the spec or a Secret. Every string passes
- * the status sink the Deployment resource's passes (`reconcile/status-sink.ts`), with its
+ * the status sink the Deployment resource's passes (`statusSink`, `reconcile/status.ts`), with its
  * own table {@link CONNECTION_STATUS_STRINGS}.
  */
 import { truncate } from "../api/errors.ts";
@@ -18,8 +18,8 @@ import {
   putConditions,
   type Verdict,
 } from "../crd/conventions.ts";
-import { CONDITION_STRINGS, type Declared, operator } from "../reconcile/status-fields.ts";
-import { statusSink } from "../reconcile/status-sink.ts";
+import { statusSink } from "../reconcile/status.ts";
+import { CONDITION_STRINGS, type Declarations, operator } from "../reconcile/status-fields.ts";
 
 /** Reasons of a connection's `Ready` condition (and of its Reconciling/Stalled). */
 export const CONNECTION_REASON = {
@@ -72,7 +72,7 @@ export const OPEN_TO_ALL_NAMESPACES = {
  * the conditions' (a message quotes the service's answer to the probe and the spec's base URL),
  * and the probe's time. test/unit/status-sink.test.ts walks the schema against it.
  */
-export const CONNECTION_STATUS_STRINGS: Readonly<Record<string, Declared>> = {
+export const CONNECTION_STATUS_STRINGS: Declarations = {
   ...CONDITION_STRINGS,
   lastProbeTime: operator,
 };

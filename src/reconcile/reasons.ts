@@ -213,6 +213,21 @@ export const available = (message: string) => value("True", REASON.Available, me
 export const LATEST_ACTIVE = available("the latest revision is active (status.activeRevisionId)");
 export const NO_REVISION = available("the service reports the deployment READY and no revision");
 
+/** Synced while the resource is paused: no call is made to the service. */
+export const PAUSED = value(
+  "False",
+  REASON.Paused,
+  "paused by annotation dms.dev/paused=true: no call is made to the service",
+);
+
+/** Ready before the service's deployment was ever observed (`paused`: because it is). */
+export const notObservedYet = (paused: boolean) =>
+  value(
+    "Unknown",
+    paused ? REASON.Paused : REASON.Unknown,
+    "the service's deployment has not been observed yet",
+  );
+
 /** Readiness when the service is known to have no deployment for the resource, by the outcome. */
 const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
   deleting: { ready: value("False", REASON.Deleting, "the service's deployment is gone") },

@@ -1,6 +1,6 @@
 /**
- * The treatment each string field of a status declares, for the status sink (`status-sink.ts`),
- * and who gives what the field holds, which the note of a value left unset names
+ * The treatment each string field of a status declares, for the status sink (`statusSink`,
+ * status.ts), and who gives what the field holds, which the note of a value left unset names
  * ({@link unsetNote}). The Deployment resource's fields by their path in the schema
  * ({@link STATUS_STRINGS}), the conditions' as every kind writes them ({@link CONDITION_STRINGS},
  * which the connections' table takes too: `connection/status.ts`); a kind's schema is compiled
@@ -30,6 +30,9 @@ export interface Declared {
   from: string;
 }
 
+/** A table of declared treatments, by the field's path in the schema (`a.b`, `list[].field`). */
+export type Declarations = Readonly<Record<string, Declared>>;
+
 const SERVICE = "the service";
 const OPERATOR = "the operator";
 const value = (from: string): Declared => ({ treatment: "value", from });
@@ -43,7 +46,7 @@ const served = value(SERVICE);
  * The strings of `conditions[]`, as every kind writes them: the operator's type, status, time and
  * reason; a message quoting what the service answered and what the spec holds.
  */
-export const CONDITION_STRINGS: Readonly<Record<string, Declared>> = {
+export const CONDITION_STRINGS: Declarations = {
   "conditions[].type": operator,
   "conditions[].status": operator,
   "conditions[].lastTransitionTime": operator,
@@ -56,7 +59,7 @@ export const CONDITION_STRINGS: Readonly<Record<string, Declared>> = {
  * Every string field of the status, by its path in the schema (`a.b`, `list[].field`), with its
  * treatment. docs/tenant-inputs.md lists the ones a tenant or a service fills.
  */
-export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
+export const STATUS_STRINGS: Declarations = {
   connection: value("spec.connectionRef"),
   deploymentId: served,
   tenantId: served,
@@ -131,7 +134,7 @@ export type Node =
   | { kind: "other" };
 
 /** `schema` (at `path`) compiled with `declarations`: an undeclared string is a value. */
-export function compile(schema: Schema, declarations: Readonly<Record<string, Declared>>, path = ""): Node {
+export function compile(schema: Schema, declarations: Declarations, path = ""): Node {
   if (isStringSchema(schema))
     return {
       kind: "string",

@@ -1,12 +1,18 @@
 /**
  * The resource's status, computed from what was observed on the service and what the reconcile
- * did. Pure. Conditions follow metav1.Condition and kstatus: `Ready` and `Synced` always,
- * `Reconciling` while work is in progress and `Stalled` when it cannot progress, each present
- * only while True. `lastTransitionTime` moves only when a condition's status moves (conditions are
- * set through `src/crd/conventions.ts`, as the connections' are), and `statusEqual` lets the
- * controller skip writes that would change nothing.
+ * did, and written through the status sink. Pure. Conditions follow metav1.Condition and kstatus:
+ * `Ready` and `Synced` always, `Reconciling` while work is in progress and `Stalled` when it
+ * cannot progress, each present only while True. `lastTransitionTime` moves only when a
+ * condition's status moves (conditions are set through `src/crd/conventions.ts`, as the
+ * connections' are), and `statusEqual` lets the controller skip writes that would change nothing.
+ *
+ * The sink ({@link statusSink}): every string of a status passes it before it is written, by the
+ * treatment its field declares (`status-fields.ts`, which says what each does), found by walking
+ * the status schema (`crd/status-schema.ts`) with the status: a field added there passes too (as
+ * a value until it declares otherwise). The connections' status passes it with their own table.
  */
-import { cutToLength } from "../api/printable.ts";
+import type { TSchema } from "@sinclair/typebox";
+import { cutToLength, printableLine, unprintableIn } from "../api/printable.ts";
 import { redactAndTruncate } from "../api/redact.ts";
 import {
   type ConditionValue,
@@ -16,7 +22,11 @@ import {
   putConditions,
 } from "../crd/conventions.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
-import { STATUS_ID_MAX_LENGTH as ID, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
+import {
+  DeploymentResourceStatusSchema,
+  STATUS_ID_MAX_LENGTH as ID,
+  STATUS_VALUE_MAX_LENGTH,
+} from "../crd/status-schema.ts";
 import { revisionFailed, rolloutTimedOut } from "./failure-evidence.ts";
 import {
   activeRevision,
@@ -41,7 +51,9 @@ import {
   inProgress,
   LATEST_ACTIVE,
   NO_REVISION,
+  notObservedYet,
   notReady,
+  PAUSED,
   REASON,
   RECORD_FIELDS,
   type SyncOutcome,
@@ -51,8 +63,14 @@ import { pendingRedeploy, recordDeployed, targetView } from "./revision-history.
 import { pendingConfig } from "./revision-reuse.ts";
 import type { StatusInput } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
-import { unsetNote } from "./status-fields.ts";
-import { keepPrintable, keepPrintableConditions } from "./status-sink.ts";
+import {
+  compile,
+  type Declarations,
+  type Node,
+  STATUS_STRINGS,
+  type UnsetField,
+  unsetNote,
+} from "./status-fields.ts";
 
 /** What the service's deployment says of readiness: its status, and its latest revision's. */
 function readiness(
@@ -67,16 +85,10 @@ function readiness(
     return revisionFailed(latestRevision, active, rollout?.log);
   // Past spec.rolloutTimeout the rollout is stalled whatever the deployment's status: a first
   // rollout whose deployment stays AWAITING_DATABASE included.
-  const part = rollout?.timedOutAfter === undefined ? undefined : stuckPart(observed, latestRevision?.status);
-  if (part !== undefined && latest && rollout?.timedOutAfter !== undefined)
-    return rolloutTimedOut(
-      observed,
-      latest,
-      latestRevision?.status,
-      part,
-      rollout.timedOutAfter,
-      rollout.log,
-    );
+  const timedOutAfter = rollout?.timedOutAfter;
+  const part = timedOutAfter === undefined ? undefined : stuckPart(observed, latestRevision?.status);
+  if (part !== undefined && latest && timedOutAfter !== undefined)
+    return rolloutTimedOut(observed, latest, latestRevision?.status, part, timedOutAfter, rollout?.log);
   if (status !== "READY") return notReady(status);
   if (active === latest) return { ready: active ? LATEST_ACTIVE : NO_REVISION };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
@@ -123,13 +135,7 @@ function outcomeValues(sync: SyncOutcome): ConditionValues & { synced: Condition
     case "drifted":
       return { synced: value("False", REASON.Drifted, sync.message) };
     case "paused":
-      return {
-        synced: value(
-          "False",
-          REASON.Paused,
-          "paused by annotation dms.dev/paused=true: no call is made to the service",
-        ),
-      };
+      return { synced: PAUSED };
     case "deleting":
       return {
         synced: value("False", REASON.Deleting, sync.message ?? "deleting the service's deployment"),
@@ -152,7 +158,7 @@ function outcomeValues(sync: SyncOutcome): ConditionValues & { synced: Condition
   }
 }
 
-type ObservedRead = (d: Deployment, revision: RevisionObservation | undefined) => string | undefined;
+type ObservedRead = (d: Deployment, input: StatusInput) => string | undefined;
 
 /**
  * The status fields read from the service's deployment, each with how it is read (within its
@@ -167,35 +173,28 @@ const OBSERVED_FIELDS = {
   activeRevisionId: (d) => keptWithin(d.active_revision_id, ID),
   imageVersion: (d) => keptWithin(d.image_version, STATUS_VALUE_MAX_LENGTH),
   repoCommitSha: (d) => keptWithin(d.source_revision_config.repo_commit_sha, ID),
-  latestRevisionStatus: (d, revision) =>
+  latestRevisionStatus: (d, { revision }) =>
     revision && revision.id === d.latest_revision_id ? keptWithin(revision.status, ID) : undefined,
   shortRevisions: (d) => (d.latest_revision_id ? shortRevisions(d) : undefined),
+  // It may carry over what an earlier observation knew (see liveRevision).
+  liveRevision: (d, { previous }) => liveRevision(d, previous?.liveRevision),
 } satisfies Partial<Record<keyof DeploymentResourceStatus, ObservedRead>>;
-
-type ObservedField = keyof typeof OBSERVED_FIELDS;
 
 /**
  * The status to write after a reconcile. Observed fields come from `observed` (cleared when it
  * is `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
  * condition set carries `generation` and passes through secret redaction. Every string passes
- * the status sink (`status-sink.ts`): a value holding a character of the printable rule is left
- * unset, and the `Synced` message says which.
+ * the sink: a value holding a character of the printable rule is left unset, and the `Synced`
+ * message says which.
  */
 export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const { previous = {}, observed, sync, now, generation } = input;
   const status: DeploymentResourceStatus = {};
-  for (const key of Object.keys(OBSERVED_FIELDS) as ObservedField[]) {
-    const value = observed ? OBSERVED_FIELDS[key](observed, input.revision) : undefined;
+  for (const key of Object.keys(OBSERVED_FIELDS) as (keyof typeof OBSERVED_FIELDS)[]) {
+    const value = observed ? OBSERVED_FIELDS[key](observed, input) : undefined;
     if (value !== undefined) status[key] = value;
     else if (observed === undefined && previous[key] !== undefined) status[key] = previous[key];
   }
-  // Unlike the fields above, it may carry over what an earlier observation knew (see liveRevision).
-  const live = observed
-    ? liveRevision(observed, previous.liveRevision)
-    : observed === null
-      ? undefined
-      : previous.liveRevision;
-  if (live !== undefined) status.liveRevision = live;
   const gone = observed === null && !input.createdUnlisted;
   const pending = pendingRedeploy(input.revisionHistory ?? previous.revisionHistory);
   const known =
@@ -244,8 +243,8 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     const value = input.record?.[key] === undefined ? previous[key] : input.record[key];
     if (value !== null && value !== undefined) (status as Record<string, unknown>)[key] = value;
   }
-  // What the service or a tenant gave passes the status sink before the conditions are set, so
-  // that Synced can say which value was left unset (status-sink.ts).
+  // What the service or a tenant gave passes the sink before the conditions are set, so that
+  // Synced can say which value was left unset.
   const sunk = keepPrintable(status);
   const note = sunk.unset.length === 0 ? undefined : unsetNote(sunk.unset);
   const synced = note ? { ...outcome.synced, message: `${outcome.synced.message}; ${note}` } : outcome.synced;
@@ -262,11 +261,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   };
   const previousConditions = previous.conditions ?? [];
   if (!values.Ready && !previousConditions.some((c) => c.type === CONDITION.Ready)) {
-    values.Ready = value(
-      "Unknown",
-      sync.kind === "paused" ? REASON.Paused : REASON.Unknown,
-      "the service's deployment has not been observed yet",
-    );
+    values.Ready = notObservedYet(sync.kind === "paused");
   }
   // Ready is kept as it was when nothing speaks of it.
   const wanted = CONDITION_ORDER.flatMap((type) =>
@@ -293,3 +288,108 @@ function messageOf(secretValues: readonly string[], redacted: string): (text: st
       ? redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
       : cutToLength(text, MAX_MESSAGE_LENGTH);
 }
+
+/** Printable ASCII, most of a status: nothing of the rule, checked in one quick pass. */
+const PLAIN = /^[ -~]*$/;
+
+/** What {@link walk} answers for a value left unset. */
+const UNSET = Symbol("unset");
+
+/** Where a walk is (keys and list indexes), as the note writes it: `status.revisionHistory[2].id`. */
+function shownOf(trail: readonly (string | number)[]): string {
+  return trail.reduce<string>(
+    (at, part) => (typeof part === "number" ? `${at}[${part}]` : `${at}.${part}`),
+    "status",
+  );
+}
+
+/**
+ * `given` walked with its compiled schema: itself when nothing in it changes (most statuses:
+ * nothing is copied), a copy with text escaped and values left unset, or {@link UNSET} when it is
+ * left unset (a value holding a character of the rule, or an object missing a required field
+ * for that reason).
+ */
+function walk(node: Node, given: unknown, trail: (string | number)[], unset: UnsetField[]): unknown {
+  switch (node.kind) {
+    case "string": {
+      if (typeof given !== "string" || PLAIN.test(given)) return given;
+      const character = unprintableIn(given);
+      if (character === undefined) return given;
+      if (node.declared.treatment === "text") return printableLine(given);
+      unset.push({ field: shownOf(trail), from: node.declared.from, character });
+      return UNSET;
+    }
+    case "list": {
+      if (!Array.isArray(given)) return given;
+      let out: unknown[] | undefined;
+      given.forEach((item: unknown, i) => {
+        trail.push(i);
+        const kept = walk(node.items, item, trail, unset);
+        trail.pop();
+        if (kept !== item) out ??= given.slice(0, i);
+        if (out !== undefined && kept !== UNSET) out.push(kept);
+      });
+      return out ?? given;
+    }
+    case "object": {
+      if (given === null || typeof given !== "object" || Array.isArray(given)) return given;
+      const record = given as Record<string, unknown>;
+      let out: Record<string, unknown> | undefined;
+      const before = unset.length;
+      for (const key of Object.keys(record)) {
+        const field = node.fields.get(key);
+        const inner = record[key];
+        if (field === undefined || inner === undefined) continue;
+        trail.push(key);
+        const kept = walk(field, inner, trail, unset);
+        trail.pop();
+        if (kept === inner) continue;
+        if (kept === UNSET && node.required.has(key)) {
+          // Without it the object is not one: it goes, and the note names it for its field.
+          const shown = shownOf(trail);
+          const dropped = unset.splice(before);
+          const cause = dropped.find((u) => u.field === `${shown}.${key}`) ?? dropped[0];
+          if (cause) unset.push({ ...cause, field: shown, because: key });
+          return UNSET;
+        }
+        out ??= { ...record };
+        if (kept === UNSET) delete out[key];
+        else out[key] = kept;
+      }
+      return out ?? given;
+    }
+    case "other":
+      return given;
+  }
+}
+
+/**
+ * The sink of the status `schema` describes, each string field treated as `declarations` says:
+ * `keepPrintable` answers `status` as written (its text fields printable, every other string kept
+ * exactly as given or left unset) with the fields left unset, the same object when nothing
+ * changes; `keepPrintableConditions`, `conditions` as written within a status, for conditions set
+ * after the rest of the status passed (their messages are printable already; one kept from
+ * before is checked).
+ */
+export function statusSink<S extends object>(schema: TSchema, declarations: Declarations) {
+  const root = compile(schema, declarations);
+  const conditionsNode = root.kind === "object" ? root.fields.get("conditions") : undefined;
+  return {
+    keepPrintable: (status: S): { status: S; unset: UnsetField[] } => {
+      const unset: UnsetField[] = [];
+      const written = walk(root, status, [], unset);
+      return { status: (written === UNSET ? {} : written) as S, unset };
+    },
+    keepPrintableConditions: (conditions: Condition[]): Condition[] => {
+      if (conditionsNode === undefined) return conditions;
+      const written = walk(conditionsNode, conditions, ["conditions"], []);
+      return written === UNSET ? [] : (written as Condition[]);
+    },
+  };
+}
+
+/** The Deployment resource's status and conditions as written. */
+export const { keepPrintable, keepPrintableConditions } = statusSink<DeploymentResourceStatus>(
+  DeploymentResourceStatusSchema,
+  STATUS_STRINGS,
+);

@@ -11,7 +11,7 @@ import {
   reconcileRequestedAt,
   rolloutNow,
 } from "../../src/reconcile/inputs.ts";
-import { keepPrintable } from "../../src/reconcile/status-sink.ts";
+import { keepPrintable } from "../../src/reconcile/status.ts";
 
 // The request annotations' values as the operator keeps them: what the status records once a
 // request was handled must be recordable as given, or the request is handled again and again.

@@ -15,9 +15,8 @@ import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../../src/crd/status-schema.ts";
 import type { RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
 import type { Deployment } from "../../src/reconcile/service-types.ts";
-import { statusFrom } from "../../src/reconcile/status.ts";
+import { keepPrintable, statusFrom } from "../../src/reconcile/status.ts";
 import { isStringSchema, STATUS_STRINGS, UNSET_NAMED, unsetNote } from "../../src/reconcile/status-fields.ts";
-import { keepPrintable } from "../../src/reconcile/status-sink.ts";
 import { INVISIBLE, UNPRINTABLE } from "../../src/runtime/unprintable.ts";
 
 type Schema = {
