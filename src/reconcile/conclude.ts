@@ -15,15 +15,13 @@ import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "../runtime/json.ts";
 import { settleCreated } from "./create.ts";
 import { generationApplied, observedAs } from "./decide.ts";
-import type { FailedRevisionLog } from "./failure-evidence.ts";
+import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./failure-evidence.ts";
 import { outcomeFromProblems } from "./failures.ts";
 import { reconcileInterval, reconcileRequestedAt } from "./inputs.ts";
 import {
-  LOG_RETRY_MS,
   lookedWithoutCall,
   type RevisionObservation,
   type RolloutEvidence,
-  readAgainPending,
   rolloutState,
 } from "./live-revision.ts";
 import { changedFields } from "./notes.ts";
@@ -328,7 +326,8 @@ export function nextAction(c: Concluded): ReconcileResult {
     c.sync === "held" ? serviceBusy(c.status) : isReconciling(c.status) || c.status.createRequestedAt;
   const wake = c.wakeAt === undefined ? undefined : heldWake(c.wakeAt - c.now, c.pollMs);
   if (busy && !failed) return Action.requeueAfter(Math.min(c.pollMs, wake ?? Infinity));
-  const reread = readAgainPending(c.log) ? Math.max(c.pollMs, LOG_RETRY_MS) : undefined;
+  const again = c.log?.failedReads !== undefined && readAgainPending(c.log);
+  const reread = again ? Math.max(c.pollMs, LOG_RETRY_MS) : undefined;
   if (wake !== undefined || reread !== undefined)
     return Action.requeueAfter(Math.min(wake ?? Infinity, reread ?? Infinity, c.intervalMs ?? Infinity));
   return Action.done(c.intervalMs);

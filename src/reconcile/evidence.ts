@@ -12,15 +12,16 @@
 import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../crd/conventions.ts";
 import type { Evidence, EvidenceRead } from "./conclude.ts";
-import { evidenceHeadline, excerptOf, fitNote, formatTail, TAIL_REDACTION_MS } from "./failure-evidence.ts";
-import { readSecretsOf } from "./inputs.ts";
 import {
-  type RevisionObservation,
-  type RolloutEvidence,
+  evidenceHeadline,
+  excerptOf,
+  fitNote,
+  formatTail,
   readAgainPending,
-  rolloutState,
-  stuckPart,
-} from "./live-revision.ts";
+  TAIL_REDACTION_MS,
+} from "./failure-evidence.ts";
+import { readSecretsOf } from "./inputs.ts";
+import { type RevisionObservation, type RolloutEvidence, rolloutState, stuckPart } from "./live-revision.ts";
 import type { EventNote } from "./ports.ts";
 import type { Connected, ReconcileDeps } from "./run.ts";
 import type { RevisionLook } from "./service/revisions.ts";

@@ -9,11 +9,11 @@
  * timeout, a 5xx, a rate limit) is tried again on a later reconcile, `LOG_RETRY_MS` apart and
  * `MAX_LOG_READS` reads in all, as the record's `failedReads` counts.
  *
- * Pure: the Warning's headline, how a tail is shown (its lines redacted, cut, fitted to an
- * Event's note, its excerpt), and the `Stalled` condition of a failed revision or a rollout past
- * its timeout. When a log is read, and read again, is decided in `evidence.ts`, which also
- * sequences the read (`RevisionLogReader`'s, revision-log-reader.ts) and the one Warning; none of
- * this runs for a rollout that neither failed nor timed out.
+ * Pure: whether a revision's log is due to be read, or read again ({@link evidenceDue}), the
+ * Warning's headline, how a tail is shown (its lines redacted, cut, fitted to an Event's note,
+ * its excerpt), and the `Stalled` condition of a failed revision or a rollout past its timeout.
+ * `evidence.ts` sequences the read (`RevisionLogReader`'s, revision-log-reader.ts) and the one
+ * Warning; none of this runs for a rollout that neither failed nor timed out.
  */
 
 import { cutToBytes as cutBytes, stripToLine } from "../api/printable.ts";
@@ -70,6 +70,51 @@ export type FailedRevisionLog = NonNullable<DeploymentResourceStatus["failedRevi
 
 /** Why a revision's log is read. */
 export type EvidenceReason = typeof REASON.RevisionFailed | typeof REASON.RolloutTimeout;
+
+/**
+ * Reads of one revision's log, for one reason, when they fail for a reason that may pass: the
+ * first and two more. A tail is worth a few calls; a service that stays down is not worth more.
+ */
+export const MAX_LOG_READS = 3;
+
+/**
+ * Least time between two reads of one revision's log: a reconcile in between (a poll, a resync,
+ * an edit) does not read it again, so the reads are spread over minutes, not one burst.
+ */
+export const LOG_RETRY_MS = 60_000;
+
+/**
+ * Why the log of `revisionId` must be read at `now`, if it must: its status failed, or its
+ * rollout timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it
+ * for that revision and reason, or holds a read that failed and is due again
+ * ({@link readAgainDue}). Once per revision and reason otherwise: never on every poll.
+ */
+export function evidenceDue(
+  recorded: FailedRevisionLog | undefined,
+  revisionId: string,
+  reason: EvidenceReason | undefined,
+  now: Date,
+): EvidenceReason | undefined {
+  if (reason === undefined) return undefined;
+  if (recorded?.revisionId !== revisionId || recorded.reason !== reason) return reason;
+  return readAgainDue(recorded, now) ? reason : undefined;
+}
+
+/**
+ * Whether `recorded` is a read that failed for a reason that may pass and may be tried again:
+ * fewer than {@link MAX_LOG_READS} failed (whatever comes next, it will be read again).
+ */
+export function readAgainPending(recorded: FailedRevisionLog | undefined): boolean {
+  const failed = recorded?.failedReads;
+  return failed !== undefined && failed < MAX_LOG_READS;
+}
+
+/** Whether {@link readAgainPending}, and {@link LOG_RETRY_MS} have passed since the last read. */
+function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
+  if (!readAgainPending(recorded)) return false;
+  const last = Date.parse(recorded.failedReadAt ?? "");
+  return Number.isNaN(last) || now.getTime() - last >= LOG_RETRY_MS;
+}
 
 /**
  * The first sentence of the Warning a revision's evidence gives (`RevisionFailed` or

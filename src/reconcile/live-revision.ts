@@ -1,8 +1,9 @@
 /**
  * "Is my change live?": the states of a revision as the service reports them (failed, done, the
  * deployment being deleted, which part of an unfinished rollout holds it up), where the rollout
- * stands (its start, its timeout, whether its latest revision's log is due to be read: pure; the
- * reads are `evidence.ts`'s, entered only when one is needed), the active
+ * stands (its start, its timeout, whether its latest revision's log is due to be read, asked of
+ * `failure-evidence.ts` only for a failed or timed-out revision: pure; the reads are
+ * `evidence.ts`'s, entered only when one is needed), the active
  * revision's short id with what it deployed, for `status.liveRevision` (the `LIVE` column of
  * `kubectl get dmsd -o wide`, beside the short ids of `shortRevisions`), and the same in full for
  * `status.activeRevision` (what promotion tools read, docs/guide/promotion.md); a revision made
@@ -13,7 +14,7 @@ import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts"
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/spec-policies.ts";
 import { STATUS_ID_MAX_LENGTH, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { isZeroDuration, parseDuration } from "../duration.ts";
-import type { EvidenceReason, FailedRevisionLog } from "./failure-evidence.ts";
+import { type EvidenceReason, evidenceDue } from "./failure-evidence.ts";
 import { REASON } from "./reasons.ts";
 import { targetStatusView, targetView } from "./revision-history.ts";
 import {
@@ -288,21 +289,11 @@ export function rolloutState(
   const reason = failed ? REASON.RevisionFailed : timedOut ? REASON.RolloutTimeout : undefined;
   // A revision id that is no uuid cannot be asked about (nor recorded within the status's bounds).
   const due =
-    latest === undefined || !isUuid(latest) ? undefined : evidenceDue(recorded, latest, reason, now);
+    reason === undefined || latest === undefined || !isUuid(latest)
+      ? undefined
+      : evidenceDue(recorded, latest, reason, now);
   return { status, observed, revisionStatus, due };
 }
-
-/**
- * Reads of one revision's log, for one reason, when they fail for a reason that may pass: the
- * first and two more. A tail is worth a few calls; a service that stays down is not worth more.
- */
-export const MAX_LOG_READS = 3;
-
-/**
- * Least time between two reads of one revision's log: a reconcile in between (a poll, a resync,
- * an edit) does not read it again, so the reads are spread over minutes, not one burst.
- */
-export const LOG_RETRY_MS = 60_000;
 
 /** {@link DEFAULT_ROLLOUT_TIMEOUT} in ms, read once rather than at every reconcile that sets none. */
 const DEFAULT_ROLLOUT_TIMEOUT_MS = parseDuration(DEFAULT_ROLLOUT_TIMEOUT) as number;
@@ -360,37 +351,4 @@ export function rolloutTimedOut(
   if (startedAt === undefined || timeoutMs === undefined) return false;
   const started = Date.parse(startedAt);
   return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
-}
-
-/**
- * Why the log of `revisionId` must be read at `now`, if it must: its status failed, or its
- * rollout timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it
- * for that revision and reason, or holds a read that failed and is due again
- * ({@link readAgainDue}). Once per revision and reason otherwise: never on every poll.
- */
-export function evidenceDue(
-  recorded: FailedRevisionLog | undefined,
-  revisionId: string,
-  reason: EvidenceReason | undefined,
-  now: Date,
-): EvidenceReason | undefined {
-  if (reason === undefined) return undefined;
-  if (recorded?.revisionId !== revisionId || recorded.reason !== reason) return reason;
-  return readAgainDue(recorded, now) ? reason : undefined;
-}
-
-/**
- * Whether `recorded` is a read that failed for a reason that may pass and may be tried again:
- * fewer than {@link MAX_LOG_READS} failed (whatever comes next, it will be read again).
- */
-export function readAgainPending(recorded: FailedRevisionLog | undefined): boolean {
-  const failed = recorded?.failedReads;
-  return failed !== undefined && failed < MAX_LOG_READS;
-}
-
-/** Whether {@link readAgainPending}, and {@link LOG_RETRY_MS} have passed since the last read. */
-function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
-  if (!readAgainPending(recorded)) return false;
-  const last = Date.parse(recorded.failedReadAt ?? "");
-  return Number.isNaN(last) || now.getTime() - last >= LOG_RETRY_MS;
 }

@@ -20,22 +20,18 @@ import { logTypeFor } from "../../src/reconcile/evidence.ts";
 import {
   EVENT_NOTE_BYTES,
   EXCERPT_CHARS,
+  evidenceDue,
   excerptOf,
   type FailedRevisionLog,
   fitNote,
   formatTail,
   LINE_CHARS,
+  MAX_LOG_READS,
+  readAgainPending,
   TAIL_LINES,
   tailOf,
 } from "../../src/reconcile/failure-evidence.ts";
-import {
-  evidenceDue,
-  MAX_LOG_READS,
-  readAgainPending,
-  rolloutStart,
-  rolloutTimedOut,
-  rolloutTimeoutMs,
-} from "../../src/reconcile/live-revision.ts";
+import { rolloutStart, rolloutTimedOut, rolloutTimeoutMs } from "../../src/reconcile/live-revision.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import type { Decided, Run } from "../../src/reconcile/run.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
