@@ -26,11 +26,9 @@ import {
   type RevisionHistoryEntry,
   revisionReusePolicy,
   splitForRedeploy,
-  switchBackSuperseded,
-  switchedBackTo,
   vouchedSecretsHash,
 } from "../reconcile/revision-history.ts";
-import { chooseRevision } from "../reconcile/revision-reuse.ts";
+import { chooseRevision, switchBackSuperseded, switchedBackTo } from "../reconcile/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,

@@ -30,7 +30,8 @@ import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import { intentSettled, revisionMadeSince, withRebuild } from "./rebuild.ts";
-import { switchingBack } from "./revision-history.ts";
+import { pendingRedeploy } from "./revision-history.ts";
+import { switchingBack } from "./revision-reuse.ts";
 import type {
   Connected,
   Decided,
@@ -206,7 +207,8 @@ export function evidenceAt(
   const requested = (reconcileRequestedAt(obj) ?? null) !== (obj.status?.lastHandledReconcileAt ?? null);
   const deployment = observed.deployment;
   // A switch back not live yet: the revision switched back to is read (`RevisionTracker.look`).
-  const switching = switchingBack(deployment, obj.status?.revisionHistory) !== undefined;
+  const history = obj.status?.revisionHistory;
+  const switching = !!pendingRedeploy(history) && switchingBack(deployment, history) !== undefined;
   const look = switching ? undefined : lookedWithoutCall(deployment, obj.status, requested);
   if (look === undefined) return { read: { run, deployment, requested } };
   const rollout = rolloutState(obj.status, obj.spec, deployment, look.revision, now);

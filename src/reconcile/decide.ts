@@ -28,13 +28,8 @@ import { lastAppliedFor, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
-import {
-  pendingRedeploy,
-  pendingSwitchBack,
-  splitForRedeploy,
-  switchBackSuperseded,
-} from "./revision-history.ts";
-import { switchBackPlan } from "./revision-reuse.ts";
+import { pendingRedeploy, splitForRedeploy } from "./revision-history.ts";
+import { pendingSwitchBack, switchBackPlan, switchBackSuperseded } from "./revision-reuse.ts";
 import type { Counter } from "./rollout/next-opening.ts";
 import {
   type GatedPatch,
@@ -102,7 +97,8 @@ export function decide(
   settings: DecideSettings,
 ): Decision {
   // A revision made since a switch back replaced what it made live: no longer taken to be live.
-  const moved = switchBackSuperseded(status, observation.found.deployment);
+  const moved =
+    pendingRedeploy(status.revisionHistory) && switchBackSuperseded(status, observation.found.deployment);
   const base = moved ?? status;
   const seen = base.unconfirmedRebuild ? rebuildSeen(base, observation) : undefined;
   const decided = seen
@@ -225,8 +221,9 @@ function decideApply(...[spec, observation, status, now, settings, reapply]: App
   // The failures' table (failures.ts) is entered only for a problem.
   const problems = planned.problems.length > 0 ? outcomeFromProblems(planned.problems) : undefined;
   const rebuildAsked = !problems && !built && pendingRebuild(spec, status);
+  const switched = pendingRedeploy(status.revisionHistory);
   const switchedBack =
-    planned.action === "patch" && deployment && !rebuildAsked
+    switched && planned.action === "patch" && deployment && !rebuildAsked
       ? pendingSwitchBack({ deployment, decision: planned, spec: spec.spec, status })
       : undefined;
   // spec.driftPolicy Report: the drift is said (Synced=False, Drifted), nothing is written for it.
@@ -234,7 +231,6 @@ function decideApply(...[spec, observation, status, now, settings, reapply]: App
   const sendable: typeof planned = reported && drift ? reportedNoop(drift) : planned;
   // A revision redeployed earlier (by a switch of the active revision) is live where the spec
   // now asks for the service's latest one again: it is brought back, with what else is sent.
-  const switched = pendingRedeploy(status.revisionHistory);
   const back =
     switched && (sendable.action === "noop" || !sendable.newRevision) && deployment && !reported
       ? switchBackPlan(switched, deployment, sendable.action === "patch" ? sendable : undefined)

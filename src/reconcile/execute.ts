@@ -26,20 +26,20 @@ import { intentUndone, rebuildIntent } from "./rebuild.ts";
 import {
   type PatchTarget,
   pendingRedeploy,
-  pendingSwitchBack,
   recordCreated,
   reuseExcluded,
   revisionDigests,
   revisionReusePolicy,
   splitForRedeploy,
-  withoutRedeploy,
 } from "./revision-history.ts";
 import {
   chooseRevision,
+  pendingSwitchBack,
   type ReuseDecision,
   type ReuseInput,
   recordRedeployed,
   redeployedFrom,
+  withoutRedeploy,
 } from "./revision-reuse.ts";
 import type { ApplyPatchResult, Connected, Decision, Executed, ReconcileDeps } from "./run.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
@@ -219,7 +219,7 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
   if (!split) return patch(body, input.build && decision.newRevision ? REBUILD_ASKED : undefined);
   // Redeployed by a switch of the active revision, and still the operator's latest act for this
   // very config and secrets: nothing to send for the revision again.
-  const pending = pendingSwitchBack(input);
+  const pending = pendingRedeploy(history) && pendingSwitchBack(input);
   if (pending) {
     const rest = split.rest ? await service.patch(deployment.id, split.rest, signal) : deployment;
     return { deployment: rest, revision: { kind: "pending", revisionId: pending.id }, history: undefined };

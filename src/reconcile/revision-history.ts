@@ -98,60 +98,6 @@ export function pendingRedeploy(
 }
 
 /**
- * The revision a redeploy pending in `history` ({@link pendingRedeploy}) switched back to, while
- * `deployment` does not show it active: the one its rollout waits for, whose failure is news.
- */
-export function switchingBack(
-  deployment: Pick<Deployment, "active_revision_id">,
-  history: readonly RevisionHistoryEntry[] | undefined,
-): string | undefined {
-  const pending = pendingRedeploy(history);
-  return pending && pending.id !== deployment.active_revision_id ? pending.id : undefined;
-}
-
-/** `entry` without its mark of a redeploy pending (`redeployedAt`). */
-export function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
-  const { redeployedAt: _at, ...rest } = entry;
-  return rest;
-}
-
-/**
- * `status` with the redeploy pending in its history ({@link pendingRedeploy}) no longer pending,
- * once the service's latest revision is another than the one the status last recorded: a
- * revision made since (someone else's, a build on push) replaced what the switch made live, so
- * the spec's revision is put back or waited for as any other, not taken to be live. Undefined
- * when nothing changes.
- */
-export function switchBackSuperseded<
-  T extends Pick<DeploymentResourceStatus, "revisionHistory" | "latestRevisionId">,
->(status: T, deployment: Pick<Deployment, "latest_revision_id"> | null | undefined): T | undefined {
-  const history = status.revisionHistory;
-  const latest = deployment?.latest_revision_id ?? undefined;
-  const recorded = status.latestRevisionId;
-  if (!pendingRedeploy(history) || latest === undefined || recorded === undefined || latest === recorded)
-    return undefined;
-  return { ...status, revisionHistory: history?.map((e, i) => (i === 0 ? withoutRedeploy(e) : e)) };
-}
-
-/**
- * The redeploy pending in `history` ({@link pendingRedeploy}) when it is exactly `desired` (the
- * same digests of config and secrets): that revision is already what the spec asks to be live,
- * so a change planned against the service's latest revision sends nothing for it. Undefined
- * otherwise.
- */
-export function switchedBackTo(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  desired: DesiredRevision,
-): RevisionHistoryEntry | undefined {
-  const pending = pendingRedeploy(history);
-  if (!pending) return undefined;
-  const same =
-    pending.configHash === revisionConfigHash(desired.config, desired.source) &&
-    pending.secretsHash === desired.secretsHash;
-  return same ? pending : undefined;
-}
-
-/**
  * `history` with `revisionId` marked as having reached DEPLOYED (seen active, or reported
  * DEPLOYED); the same array when it is not there or already marked (no status write for nothing).
  */
@@ -262,17 +208,6 @@ export function revisionDigests(input: PatchTarget) {
     serviceSecretCount: deployment.secrets.length,
   });
   return { config, source, secretsHash, configHash: revisionConfigHash(config, source) };
-}
-
-/**
- * The redeploy that switched the active revision back (the history's newest entry) when it is
- * exactly the revision `decision` would make (same config and secrets digests, and the PATCH
- * can be split: no secrets sent): then its revision part is already live, and only the rest is
- * to send. Undefined otherwise.
- */
-export function pendingSwitchBack(input: PatchTarget): RevisionHistoryEntry | undefined {
-  if (!input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
-  return switchedBackTo(input.status.revisionHistory, revisionDigests(input));
 }
 
 /** `spec.revisionReuse`, the default (`Pinned`) when unset. */

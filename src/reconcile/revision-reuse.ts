@@ -13,9 +13,12 @@
  * Pure. Whether any revision of the history could match at all, before a listing is read, is
  * `reuseExcluded`'s (revision-history.ts); the one read of the listing, and the redeploy itself,
  * are `execute.ts`'s. A redeploy's own records are here ({@link redeployedFrom},
- * {@link recordRedeployed}, and what a switch back deployed, {@link pendingConfig}), and the plan
- * that undoes a switch back the spec no longer asks for ({@link switchBackPlan}): entered only
- * for a redeploy, or while one switched the active revision back.
+ * {@link recordRedeployed}, and what a switch back deployed, {@link pendingConfig}), what a
+ * switch back pending comes to (the revision waited for, {@link switchingBack}; superseded by a
+ * revision made since, {@link switchBackSuperseded}; already what a change asks,
+ * {@link switchedBackTo}, {@link pendingSwitchBack}), and the plan that undoes a switch back the
+ * spec no longer asks for ({@link switchBackPlan}): entered only for a redeploy, or while one
+ * switched the active revision back (the callers ask {@link pendingRedeploy} first).
  */
 import { cutToLength } from "../api/printable.ts";
 import { SOURCE_REVISION_FIELDS } from "../crd/mapping.ts";
@@ -28,14 +31,15 @@ import {
   type DesiredRevision,
   given,
   NOT_REUSED,
+  type PatchTarget,
   pendingRedeploy,
   REVISION_FIELDS,
   type RedeployedFrom,
   type RevisionHistoryEntry,
   revisionConfigHash,
+  revisionDigests,
   revisionReusePolicy,
-  switchBackSuperseded,
-  switchedBackTo,
+  splitForRedeploy,
   vouchedSecretsHash,
 } from "./revision-history.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
@@ -241,6 +245,71 @@ export function pendingConfig(entry: RevisionHistoryEntry): SourceRevisionConfig
     ...(entry.repoRef === undefined ? {} : { repo_ref: entry.repoRef }),
     ...(entry.repoCommitSha === undefined ? {} : { repo_commit_sha: entry.repoCommitSha }),
   };
+}
+
+/**
+ * The revision a redeploy pending in `history` ({@link pendingRedeploy}) switched back to, while
+ * `deployment` does not show it active: the one its rollout waits for, whose failure is news.
+ */
+export function switchingBack(
+  deployment: Pick<Deployment, "active_revision_id">,
+  history: readonly RevisionHistoryEntry[] | undefined,
+): string | undefined {
+  const pending = pendingRedeploy(history);
+  return pending && pending.id !== deployment.active_revision_id ? pending.id : undefined;
+}
+
+/** `entry` without its mark of a redeploy pending (`redeployedAt`). */
+export function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
+  const { redeployedAt: _at, ...rest } = entry;
+  return rest;
+}
+
+/**
+ * `status` with the redeploy pending in its history ({@link pendingRedeploy}) no longer pending,
+ * once the service's latest revision is another than the one the status last recorded: a
+ * revision made since (someone else's, a build on push) replaced what the switch made live, so
+ * the spec's revision is put back or waited for as any other, not taken to be live. Undefined
+ * when nothing changes.
+ */
+export function switchBackSuperseded<
+  T extends Pick<DeploymentResourceStatus, "revisionHistory" | "latestRevisionId">,
+>(status: T, deployment: Pick<Deployment, "latest_revision_id"> | null | undefined): T | undefined {
+  const history = status.revisionHistory;
+  const latest = deployment?.latest_revision_id ?? undefined;
+  const recorded = status.latestRevisionId;
+  if (!pendingRedeploy(history) || latest === undefined || recorded === undefined || latest === recorded)
+    return undefined;
+  return { ...status, revisionHistory: history?.map((e, i) => (i === 0 ? withoutRedeploy(e) : e)) };
+}
+
+/**
+ * The redeploy pending in `history` ({@link pendingRedeploy}) when it is exactly `desired` (the
+ * same digests of config and secrets): that revision is already what the spec asks to be live,
+ * so a change planned against the service's latest revision sends nothing for it. Undefined
+ * otherwise.
+ */
+export function switchedBackTo(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  desired: DesiredRevision,
+): RevisionHistoryEntry | undefined {
+  const pending = pendingRedeploy(history);
+  if (!pending) return undefined;
+  const same =
+    pending.configHash === revisionConfigHash(desired.config, desired.source) &&
+    pending.secretsHash === desired.secretsHash;
+  return same ? pending : undefined;
+}
+
+/**
+ * The redeploy that switched the active revision back (the history's newest entry) when it is
+ * exactly the revision `decision` would make (same config and secrets digests, and the PATCH
+ * can be split: no secrets sent): then its revision part is already live, and only the rest is
+ * to send. Undefined otherwise.
+ */
+export function pendingSwitchBack(input: PatchTarget): RevisionHistoryEntry | undefined {
+  if (!input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
+  return switchedBackTo(input.status.revisionHistory, revisionDigests(input));
 }
 
 /**

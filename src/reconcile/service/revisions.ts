@@ -19,7 +19,7 @@ import {
 } from "../live-revision.ts";
 import type { EventNote, RevisionReads } from "../ports.ts";
 import { REASON } from "../reasons.ts";
-import { switchingBack } from "../revision-history.ts";
+import { switchingBack } from "../revision-reuse.ts";
 import { type Deployment, isUuid } from "../service-types.ts";
 import { OptionalRoute } from "./optional-route.ts";
 
