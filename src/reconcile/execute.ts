@@ -17,6 +17,7 @@
  */
 import { isServiceError, loggedError } from "../api/errors.ts";
 import { formatTime } from "../crd/conventions.ts";
+import type { RevisionReusePolicy } from "../crd/spec-policies.ts";
 
 import { create } from "./create.ts";
 import { artifactOf } from "./live-revision.ts";
@@ -24,16 +25,19 @@ import type { DeploymentWrites, StoredResource } from "./ports.ts";
 import type { StatusRecord } from "./reasons.ts";
 import { intentUndone, rebuildIntent } from "./rebuild.ts";
 import {
+  type DesiredRevision,
   type PatchTarget,
   pendingRedeploy,
+  type RevisionHistoryEntry,
   recordCreated,
-  reuseExcluded,
+  revisionConfigHash,
   revisionDigests,
   revisionReusePolicy,
   splitForRedeploy,
 } from "./revision-history.ts";
 import {
   chooseRevision,
+  NOT_REUSED,
   pendingSwitchBack,
   type ReuseDecision,
   type ReuseInput,
@@ -294,4 +298,22 @@ export async function chooseRedeploy(
   const read = await redeployer.revisions(deploymentId, signal);
   if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
   return chooseRevision({ ...input, revisions: read.revisions });
+}
+
+/**
+ * Why no revision of `history` can be redeployed for `desired` under `policy`, whatever a listing
+ * of the service's revisions would show: the policy is Never, or no entry has the digests of the
+ * config and the secrets the change would make. Undefined when one may (then the listing is read).
+ */
+function reuseExcluded(
+  policy: RevisionReusePolicy,
+  desired: DesiredRevision,
+  history: readonly RevisionHistoryEntry[],
+): string | undefined {
+  if (policy === "Never") return NOT_REUSED.never;
+  const wanted = desired.secretsHash;
+  const config = revisionConfigHash(desired.config, desired.source);
+  const candidate = (e: RevisionHistoryEntry) =>
+    e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
+  return wanted === undefined || !history.some(candidate) ? NOT_REUSED.noMatch : undefined;
 }

@@ -214,27 +214,3 @@ export function revisionDigests(input: PatchTarget) {
 export function revisionReusePolicy(spec: Pick<DeploymentSpec, "revisionReuse">): RevisionReusePolicy {
   return spec.revisionReuse ?? DEFAULT_REVISION_REUSE;
 }
-
-/** Why a change builds rather than redeploys when no revision could be reused (`chooseRevision`'s own words). */
-export const NOT_REUSED = {
-  never: "spec.revisionReuse is Never",
-  noMatch: "no earlier revision among the latest listed deployed the same config",
-} as const;
-
-/**
- * Why no revision of `history` can be redeployed for `desired` under `policy`, whatever a listing
- * of the service's revisions would show: the policy is Never, or no entry has the digests of the
- * config and the secrets the change would make. Undefined when one may (then the listing is read).
- */
-export function reuseExcluded(
-  policy: RevisionReusePolicy,
-  desired: DesiredRevision,
-  history: readonly RevisionHistoryEntry[],
-): string | undefined {
-  if (policy === "Never") return NOT_REUSED.never;
-  const wanted = desired.secretsHash;
-  const config = revisionConfigHash(desired.config, desired.source);
-  const candidate = (e: RevisionHistoryEntry) =>
-    e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
-  return wanted === undefined || !history.some(candidate) ? NOT_REUSED.noMatch : undefined;
-}

@@ -10,9 +10,8 @@
  * is never reused, so a redeploy never brings back old secret values), and the revision reached
  * DEPLOYED once. `spec.revisionReuse` then says which references are trusted not to have moved.
  *
- * Pure. Whether any revision of the history could match at all, before a listing is read, is
- * `reuseExcluded`'s (revision-history.ts); the one read of the listing, and the redeploy itself,
- * are `execute.ts`'s. A redeploy's own records are here ({@link redeployedFrom},
+ * Pure. Whether any revision of the history could match at all, before a listing is read
+ * (`reuseExcluded`), the one read of the listing, and the redeploy itself, are `execute.ts`'s. A redeploy's own records are here ({@link redeployedFrom},
  * {@link recordRedeployed}, and what a switch back deployed, {@link pendingConfig}), what a
  * switch back pending comes to (the revision waited for, {@link switchingBack}; superseded by a
  * revision made since, {@link switchBackSuperseded}; already what a change asks,
@@ -30,7 +29,6 @@ import {
   configAfterPatch,
   type DesiredRevision,
   given,
-  NOT_REUSED,
   type PatchTarget,
   pendingRedeploy,
   REVISION_FIELDS,
@@ -43,6 +41,12 @@ import {
   vouchedSecretsHash,
 } from "./revision-history.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
+
+/** Why a change builds rather than redeploys when no revision could be reused (`chooseRevision`'s own words). */
+export const NOT_REUSED = {
+  never: "spec.revisionReuse is Never",
+  noMatch: "no earlier revision among the latest listed deployed the same config",
+} as const;
 
 /** Everything {@link chooseRevision} weighs. */
 export interface ReuseInput {
