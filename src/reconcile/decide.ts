@@ -11,9 +11,9 @@
  */
 import { formatTime } from "../crd/conventions.ts";
 import { DEFAULT_DRIFT_POLICY } from "../crd/spec-policies.ts";
+import { externalRevisionOf } from "./external-revision.ts";
 import { outcomeFromProblems } from "./failures.ts";
 import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
-import { externalRevisionOf } from "./live-revision.ts";
 import {
   adoptedNote,
   bothSaid,
@@ -359,7 +359,9 @@ function seenExternal(
   say: { follows: string },
 ): Pick<Decided, "externalRevision" | "externalChanges"> & { events?: DecidedEvent[] } {
   const deployment = observation.found.deployment;
-  if (!deployment) return {};
+  // Only a latest revision other than the one the status recorded may be another's.
+  const recorded = status.latestRevisionId;
+  if (!deployment || recorded === undefined || recorded === deployment.latest_revision_id) return {};
   const { desired } = observation;
   const external = externalRevisionOf(deployment, {
     status,

@@ -6,8 +6,7 @@
  * `evidence.ts`'s, entered only when one is needed), the active
  * revision's short id with what it deployed, for `status.liveRevision` (the `LIVE` column of
  * `kubectl get dmsd -o wide`, beside the short ids of `shortRevisions`), and the same in full for
- * `status.activeRevision` (what promotion tools read, docs/guide/promotion.md); a revision made
- * outside this operator, for `status.externalRevision`.
+ * `status.activeRevision` (what promotion tools read, docs/guide/promotion.md).
  */
 import { formatTime } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
@@ -155,64 +154,6 @@ export function activeRevision(
     id === d.latest_revision_id ? d.source_revision_config : known?.id === id ? known.config : undefined;
   if (config === undefined) return base;
   return { id, ...artifactOf(config), deployedAt: base.deployedAt };
-}
-
-/** `status.externalRevision`. */
-export type ExternalRevision = NonNullable<DeploymentResourceStatus["externalRevision"]>;
-
-/** What {@link externalRevisionOf} weighs besides the deployment. */
-interface ExternalRevisionInput {
-  /** The status as read: the revisions the operator created, and what it saw last. */
-  status: Pick<
-    DeploymentResourceStatus,
-    "deploymentId" | "latestRevisionId" | "revisionHistory" | "externalRevision"
-  >;
-  /** The spec's `sourceConfig.buildOnPush` and `sourceRevisionConfig.repoRef` (resolved), in wire terms. */
-  buildOnPush: boolean;
-  repoRef: string | undefined;
-  /** The deployment was found by name now (adopted): its revisions predate this resource. */
-  adopted: boolean;
-  /** RFC 3339: when it was seen. */
-  now: string;
-  /** The latest revision this process's own last write of the deployment answered, if known. */
-  ownLatest?: string | undefined;
-}
-
-/**
- * The revision `d` shows as its latest when this operator did not create it and has not said
- * so yet, as `status.externalRevision`; undefined otherwise. A revision is the operator's when
- * `status.revisionHistory` holds it (its creates, PATCHes, redeploys and rebuilds are recorded
- * there); one it cannot tell about is never called external: the latest revision of a deployment
- * adopted now, or of one whose latest revision the status never recorded (the first look), and
- * a build on push of the branch the spec names (`buildOnPush`: the team's intent). What it
- * deployed is read from `d`, whose `source_revision_config` is its latest revision's.
- */
-export function externalRevisionOf(
-  d: Deployment,
-  input: ExternalRevisionInput,
-): ExternalRevision | undefined {
-  const { status } = input;
-  const id = d.latest_revision_id;
-  if (!id || id.length > 64 || input.adopted || status.deploymentId !== d.id) return undefined;
-  if (status.latestRevisionId === undefined || status.latestRevisionId === id) return undefined;
-  if (status.externalRevision?.id === id || input.ownLatest === id) return undefined;
-  if (status.revisionHistory?.some((e) => e.id === id)) return undefined;
-  const ref = d.source_revision_config.repo_ref ?? undefined;
-  if (input.buildOnPush && (input.repoRef === undefined || input.repoRef === ref)) return undefined;
-  return { id, seenAt: input.now, ...artifactOf(d.source_revision_config) };
-}
-
-/**
- * `status.externalRevision` kept from `previous`: while it is still `d`'s latest revision, what
- * it deployed is read from `d` again (as `status.activeRevision` is), so that a value the status
- * sink leaves unset is named at every write, not only at the first.
- */
-export function keptExternalRevision(
-  previous: ExternalRevision | undefined,
-  d: Deployment | undefined,
-): ExternalRevision | undefined {
-  if (!previous || !d || previous.id !== d.latest_revision_id) return previous;
-  return { id: previous.id, seenAt: previous.seenAt, ...artifactOf(d.source_revision_config) };
 }
 
 /**

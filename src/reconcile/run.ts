@@ -11,8 +11,9 @@
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import type { ReconcileLog } from "../runtime/controller.ts";
+import type { ExternalRevision } from "./external-revision.ts";
 import type { SecretsSeen } from "./inputs.ts";
-import type { ExternalRevision, RevisionObservation, RolloutEvidence } from "./live-revision.ts";
+import type { RevisionObservation, RolloutEvidence } from "./live-revision.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { StatusRecord, SyncOutcome } from "./reasons.ts";
@@ -168,7 +169,7 @@ export interface StatusInput {
   revisionHistory?: readonly RevisionHistoryEntry[] | undefined;
   /** The config of a revision this reconcile redeployed, for `status.activeRevision` once it is active. */
   knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
-  /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
+  /** A revision the operator did not create, seen now (`externalRevisionOf`, external-revision.ts). */
   externalRevision?: ExternalRevision | undefined;
   /**
    * `observed` is `null` for a create answered and not listed yet (decide.ts): the deployment is

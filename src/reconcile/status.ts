@@ -27,13 +27,13 @@ import {
   STATUS_ID_MAX_LENGTH as ID,
   STATUS_VALUE_MAX_LENGTH,
 } from "../crd/status-schema.ts";
+import { keptExternalRevision } from "./external-revision.ts";
 import { revisionFailed, rolloutTimedOut } from "./failure-evidence.ts";
 import {
   activeRevision,
   isBeingDeleted,
   isDoneRevision,
   isFailedRevision,
-  keptExternalRevision,
   keptWithin,
   liveRevision,
   type RevisionObservation,
@@ -209,7 +209,8 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   // happened, until the deployment is known gone.
   const external = gone
     ? undefined
-    : (input.externalRevision ?? keptExternalRevision(previous.externalRevision, observed ?? undefined));
+    : (input.externalRevision ??
+      (previous.externalRevision && keptExternalRevision(previous.externalRevision, observed ?? undefined)));
   if (external !== undefined) status.externalRevision = external;
   // The revisions of a deployment known to be gone are no candidates for anything.
   let history = gone ? undefined : (input.revisionHistory ?? previous.revisionHistory);
