@@ -275,7 +275,7 @@ export function excerptSentence(
 }
 
 /** Stalled: the latest revision failed, it will never go live; its log's excerpt once read. */
-export function revisionFailed(
+export function revisionFailedStall(
   revision: { id: string; status: string },
   active: string | null | undefined,
   log: FailedRevisionLog | undefined,
@@ -290,7 +290,7 @@ export function revisionFailed(
  * Stalled: the rollout of revision `latest` did not end within `spec.rolloutTimeout`
  * (`timedOutAfter`). The message says what is stuck (`part`, `stuckPart` in live-revision.ts).
  */
-export function rolloutTimedOut(
+export function rolloutTimeoutStall(
   observed: Pick<Deployment, "status" | "active_revision_id">,
   latest: string,
   revisionStatus: string | undefined,

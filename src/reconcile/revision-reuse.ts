@@ -11,8 +11,9 @@
  * DEPLOYED once. `spec.revisionReuse` then says which references are trusted not to have moved.
  *
  * Pure. Whether any revision of the history could match at all, before a listing is read
- * (`reuseExcluded`), the one read of the listing, and the redeploy itself, are `execute.ts`'s. A redeploy's own records are here ({@link redeployedFrom},
- * {@link recordRedeployed}, and what a switch back deployed, {@link pendingConfig}), what a
+ * (`reuseExcluded`), the one read of the listing, and the redeploy itself, are `execute.ts`'s.
+ * A redeploy's own records are here ({@link redeployedFrom}, {@link recordRedeployed}, and what
+ * a switch back deployed, {@link pendingConfig}), what a
  * switch back pending comes to (the revision waited for, {@link switchingBack}; superseded by a
  * revision made since, {@link switchBackSuperseded}; already what a change asks,
  * {@link switchedBackTo}, {@link pendingSwitchBack}), and the plan that undoes a switch back the

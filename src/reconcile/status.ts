@@ -28,7 +28,7 @@ import {
   STATUS_VALUE_MAX_LENGTH,
 } from "../crd/status-schema.ts";
 import { keptExternalRevision } from "./external-revision.ts";
-import { revisionFailed, rolloutTimedOut } from "./failure-evidence.ts";
+import { revisionFailedStall, rolloutTimeoutStall } from "./failure-evidence.ts";
 import {
   activeRevision,
   isBeingDeleted,
@@ -82,13 +82,13 @@ function readiness(
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
   if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status))
-    return revisionFailed(latestRevision, active, rollout?.log);
+    return revisionFailedStall(latestRevision, active, rollout?.log);
   // Past spec.rolloutTimeout the rollout is stalled whatever the deployment's status: a first
   // rollout whose deployment stays AWAITING_DATABASE included.
   const timedOutAfter = rollout?.timedOutAfter;
   const part = timedOutAfter === undefined ? undefined : stuckPart(observed, latestRevision?.status);
   if (part !== undefined && latest && timedOutAfter !== undefined)
-    return rolloutTimedOut(observed, latest, latestRevision?.status, part, timedOutAfter, rollout?.log);
+    return rolloutTimeoutStall(observed, latest, latestRevision?.status, part, timedOutAfter, rollout?.log);
   if (status !== "READY") return notReady(status);
   if (active === latest) return { ready: active ? LATEST_ACTIVE : NO_REVISION };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
