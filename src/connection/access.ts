@@ -21,12 +21,14 @@
  */
 
 import type { Logger } from "pino";
+import { type ConnectionSpec, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
 import {
-  CLUSTER_SERVICE_CONNECTION_KIND,
-  type ConnectionSpec,
-  SERVICE_CONNECTION_KIND,
-} from "../crd/connection-schema.ts";
-import { type ConnectionId, connectionFlowOf, connectionOf, describeConnection } from "../crd/conventions.ts";
+  type ConnectionId,
+  connectionFlowOf,
+  connectionOf,
+  describeConnection,
+  limitingSelector,
+} from "../crd/conventions.ts";
 import {
   describeFix,
   formatSelector,
@@ -87,7 +89,7 @@ export class NamespaceAccess {
    */
   check(namespace: string, id: ConnectionId | undefined, spec?: ConnectionSpec): Access {
     if (!id) return this.#checkDefault(namespace);
-    const selector = id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? spec?.namespaceSelector : undefined;
+    const selector = limitingSelector(id, spec);
     if (!selector) return ALLOWED;
     const parsed = this.#parse(selector);
     const who = describeConnection(id);

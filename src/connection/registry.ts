@@ -20,6 +20,7 @@ import {
   DEFAULT_CONNECTION,
   describeConnection,
   type Failure,
+  limitingSelector,
   parseConnectionKey,
 } from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
@@ -161,9 +162,8 @@ export class ConnectionRegistry implements ConnectionSessions {
             ? `${describeConnection(id)} not found: a Deployment uses a ServiceConnection of its own namespace only; create it there, or use a ClusterServiceConnection`
             : `${describeConnection(id)} not found: create it, or fix spec.connectionRef`,
       };
-    // Only a ClusterServiceConnection's spec.namespaceSelector limits its users (a ServiceConnection
-    // is its namespace's own, as connectionOf ensures).
-    if (id.kind === CLUSTER_SERVICE_CONNECTION_KIND && found.spec.namespaceSelector) {
+    // Asked only where a selector limits the connection's users: check() allows every other use.
+    if (limitingSelector(id, found.spec)) {
       const access = this.access.check(namespace, id, found.spec);
       if (access.kind !== "allowed") return access;
     }

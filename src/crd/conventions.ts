@@ -201,6 +201,17 @@ export function describeConnection(id: ConnectionId): string {
 }
 
 /**
+ * The namespace selector that limits who may use connection `id`: a ClusterServiceConnection's
+ * `spec.namespaceSelector`; a ServiceConnection is its own namespace's alone ({@link connectionOf}).
+ */
+export function limitingSelector<S>(
+  id: ConnectionId,
+  spec: { namespaceSelector?: S | null | undefined } | undefined,
+): S | undefined {
+  return id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? (spec?.namespaceSelector ?? undefined) : undefined;
+}
+
+/**
  * The flow of a Deployment key: for a ServiceConnection, its namespace's flow (a name no
  * connection's key can be) with the connection as its part; for a shared connection, the
  * connection's key with the namespace as its part. Either way the keys waiting at a cap are
