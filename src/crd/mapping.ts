@@ -1,29 +1,24 @@
 /**
- * Mapping between the resource's spec (camelCase) and the service's wire model (snake_case),
- * both ways, field by field. Pure: Secret values and the GitHub shorthand's resolution are read
- * by the caller and passed in.
+ * Mapping from the resource's spec (camelCase) to the service's wire model (snake_case), field
+ * by field. Pure: Secret values and the GitHub shorthand's resolution are read by the caller and
+ * passed in. The way back, a deployment to a spec, is `import`'s (`gitops/importer.ts`), from
+ * the same tables.
  *
  * The field-by-field correspondence is explicit, in the tables below: no case conversion happens
  * at runtime, every mapped field is listed, and map keys inside values (labels, annotations, env
  * names) are never touched.
  */
-import { createHash } from "node:crypto";
-import {
-  DEPLOYMENT_SOURCES,
-  type Deployment,
-  type DeploymentSource,
-  KNOWN_DEPLOYMENT_TYPES,
-  type ResourceSpec,
-  type ResourceSpecNumberField,
-  type RevisionSource,
-  type SecretReference,
+import type {
+  DeploymentSource,
+  ResourceSpecNumberField,
+  RevisionSource,
+  SecretReference,
 } from "../api/wire.ts";
 import type { SourceConfigRequest, SourceRevisionConfigRequest } from "../api/wire-requests.ts";
-import { isRecord } from "../runtime/json.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
 import type { ResolvedGithub } from "./github.ts";
 import { RESOURCE_SPEC_NUMBERS } from "./resource-spec-schema.ts";
-import { type DeploymentSpec, MAX_DISPLAY_NAME_LENGTH } from "./schema.ts";
+import type { DeploymentSpec } from "./schema.ts";
 
 /** `[specField, wireField]` of `sourceConfig` scalar fields (resourceSpec and listenerConfig apart). */
 export const SOURCE_CONFIG_SCALARS = [
@@ -155,7 +150,8 @@ export function secretKeyRefs(spec: DeploymentSpec): Array<{ secret: string; key
   return [...seen.values()];
 }
 
-const defined = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
+/** Whether a field holds a value: a null, as the service answers an unset field, does not. */
+export const defined = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
 
 /**
  * The deepest a `spec.sourceConfig.resourceSpec` field's value may nest its objects and lists (the
@@ -281,115 +277,4 @@ function resolveSecrets(
   }
   if (missing.length > 0) throw new SecretNotFoundError(missing);
   return out;
-}
-
-/** Options of {@link specFromDeployment}. */
-export interface ImportOptions {
-  /** Kubernetes Secret (same namespace) that will hold the deployment's secret values. */
-  secretName: string;
-  /**
-   * The key in that Secret of the deployment secret named `secret`. Default
-   * {@link secretDataKey}; `import --secrets-from` prefixes the resource name, so that one
-   * Secret can hold the secrets of many deployments.
-   */
-  keyOf?: (secret: string) => string;
-}
-
-const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
-
-/**
- * The key under which a deployment secret's value is stored in a Kubernetes Secret: the name
- * itself when it is a valid Secret key, otherwise a sanitized name with a short hash suffix (so
- * two different names never share a key). Deterministic; `import` uses it for both the
- * `secretKeyRef` and the Secret manifest.
- */
-export function secretDataKey(secretName: string): string {
-  if (SECRET_KEY.test(secretName) && secretName.length <= 253) return secretName;
-  const digest = createHash("sha256").update(secretName).digest("hex").slice(0, 8);
-  const base = secretName.replace(/[^-._a-zA-Z0-9]/g, "_").slice(0, 240);
-  return `${base}-${digest}`;
-}
-
-/**
- * A spec that reproduces `deployment` exactly: every non-null field it reports becomes a managed
- * field, secrets become `valueFrom.secretKeyRef` entries to `options.secretName` (keys from
- * `options.keyOf`, else {@link secretDataKey}; values never copied). `spec.name` is always set, since resource names
- * are stricter than the service's. `revisionSource` is not reported by the service, so left out;
- * so is a `deployment_type` the CRD does not list (unset, the resource accepts the service's).
- * Law: mapping the result back with the Secret's data gives a desired state `plan` finds equal.
- */
-export function specFromDeployment(deployment: Deployment, options: ImportOptions): DeploymentSpec {
-  const source = DEPLOYMENT_SOURCES.find((s) => s === deployment.source);
-  // wire.ts types `source` as a plain string; the response schema already checked the value.
-  if (!source) throw new InvalidSpecError("spec.source", `unknown source ${deployment.source}`);
-  const spec: DeploymentSpec = { name: deployment.name, source };
-  const wireConfig: Record<string, unknown> = { ...deployment.source_config };
-  const sourceConfig: Record<string, unknown> = {};
-  for (const [specKey, wireKey] of SOURCE_CONFIG_SCALARS) {
-    if (defined(wireConfig[wireKey])) sourceConfig[specKey] = wireConfig[wireKey];
-  }
-  // A type the CRD does not list (a newer service's) is left out: the resource then accepts it.
-  if (!KNOWN_DEPLOYMENT_TYPES.some((t) => t === sourceConfig.deploymentType))
-    delete sourceConfig.deploymentType;
-  const namespace = deployment.source_config.listener_config?.k8s_namespace;
-  if (defined(namespace)) sourceConfig.listenerConfig = { k8sNamespace: namespace };
-  const resourceSpec = resourceSpecToSpec(deployment.source_config.resource_spec);
-  if (resourceSpec) sourceConfig.resourceSpec = resourceSpec;
-  if (Object.keys(sourceConfig).length > 0) spec.sourceConfig = sourceConfig;
-
-  const revision: Record<string, string> = {};
-  const wireRevision: Record<string, unknown> = { ...deployment.source_revision_config };
-  for (const [specKey, wireKey] of SOURCE_REVISION_FIELDS) {
-    const value = wireRevision[wireKey];
-    if (typeof value === "string") revision[specKey] = value;
-  }
-  if (Object.keys(revision).length > 0) spec.sourceRevisionConfig = revision;
-
-  if (deployment.secrets.length > 0) {
-    const keyOf = options.keyOf ?? secretDataKey;
-    spec.secrets = deployment.secrets.map((s) => ({
-      name: s.name,
-      valueFrom: { secretKeyRef: { name: options.secretName, key: keyOf(s.name) } },
-    }));
-  }
-  const references = deployment.secret_references ?? [];
-  if (deployment.source === "external_docker" && references.length > 0) {
-    spec.secretReferences = references.map((r) => ({
-      name: r.name,
-      secretName: r.secret_name,
-      secretKey: r.secret_key,
-    }));
-  }
-  // Within the CRD's bound only: a longer name is left out (unmanaged, the service's kept).
-  const displayName = deployment.display_name;
-  if (typeof displayName === "string" && displayName !== "" && displayName.length <= MAX_DISPLAY_NAME_LENGTH)
-    spec.displayName = displayName;
-  return spec;
-}
-
-type SpecResourceSpec = NonNullable<NonNullable<DeploymentSpec["sourceConfig"]>["resourceSpec"]>;
-
-function resourceSpecToSpec(wire: ResourceSpec | null | undefined): SpecResourceSpec | undefined {
-  if (!isRecord(wire)) return undefined;
-  const out: Record<string, unknown> = {};
-  const source: Record<string, unknown> = wire;
-  for (const [specKey, wireKey] of RESOURCE_SPEC_FIELDS) {
-    if (defined(source[wireKey])) out[specKey] = withoutNullFields(source[wireKey]);
-  }
-  return Object.keys(out).length > 0 ? (out as SpecResourceSpec) : undefined;
-}
-
-/**
- * A copy of `value` without the object fields the service answers as null: the planner reads a
- * nested null as absent (`wireEqual`), and the CRD refuses a null where it types a value.
- */
-function withoutNullFields(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNullFields);
-  if (!isRecord(value)) return value;
-  // fromEntries: a key such as `__proto__` (a label's) stays a key.
-  return Object.fromEntries(
-    Object.entries(value).flatMap(([key, field]) =>
-      field === null ? [] : [[key, withoutNullFields(field)]],
-    ),
-  );
 }

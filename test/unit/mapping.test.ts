@@ -13,15 +13,10 @@ import {
   SecretNotFoundError,
 } from "../../src/crd/errors.ts";
 import { resolveGithub } from "../../src/crd/github.ts";
-import {
-  desiredFromSpec,
-  MAX_RESOURCE_SPEC_DEPTH,
-  secretDataKey,
-  secretKeyRefs,
-  specFromDeployment,
-} from "../../src/crd/mapping.ts";
+import { desiredFromSpec, MAX_RESOURCE_SPEC_DEPTH, secretKeyRefs } from "../../src/crd/mapping.ts";
 import { RESOURCE_SPEC_NUMBERS } from "../../src/crd/resource-spec-schema.ts";
 import { type DeploymentSpec, DeploymentSpecSchema } from "../../src/crd/schema.ts";
+import { secretDataKey, specFromDeployment } from "../../src/gitops/importer.ts";
 import { plan } from "../../src/reconcile/plan.ts";
 import { remote } from "./plan-fixtures.ts";
 
