@@ -245,19 +245,10 @@ export function desiredFromSpec(
 }
 
 /**
- * `desired`, mapped by {@link desiredFromSpec} from `spec` without its secrets, with the secrets
- * of `spec` resolved from `resolved` as that mapping resolves them: for a plan whose Secrets
- * were read only once their values turned out to be needed. Throws as the mapping does.
+ * The secrets of a spec with their values: each `value` as given, each `valueFrom.secretKeyRef`
+ * read from `resolved`. Throws as {@link desiredFromSpec} does.
  */
-export function withSecrets(
-  desired: DesiredDeployment,
-  spec: DeploymentSpec,
-  resolved: ResolvedInputs,
-): DesiredDeployment {
-  return spec.secrets ? { ...desired, secrets: resolveSecrets(spec.secrets, resolved) } : desired;
-}
-
-function resolveSecrets(
+export function resolveSecrets(
   entries: NonNullable<DeploymentSpec["secrets"]>,
   resolved: ResolvedInputs,
 ): SecretValue[] {

@@ -11,7 +11,7 @@
  */
 
 import { connectionOf, describeConnection } from "../crd/conventions.ts";
-import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
+import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { flagDuration } from "../duration.ts";
@@ -30,6 +30,7 @@ import {
 } from "./inputs.ts";
 import { keptWithin } from "./live-revision.ts";
 import { notOwnedMessage, recordEvent } from "./notes.ts";
+import { sameSecretNames, withSecrets } from "./plan-secrets.ts";
 import type { DeploymentLookups, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import type { Connected, Found, Observation, ReconcileDeps } from "./run.ts";
@@ -345,17 +346,6 @@ function ownLatest(run: Connected, d: Deployment): string | undefined {
   const { unanswered } = run.session;
   if (answered === d.latest_revision_id || !unanswered.has(d.id)) return answered;
   return unanswered.madeBy(d) ?? answered;
-}
-
-/** Whether the service's deployment has exactly the secret names of `spec` (false when none). */
-function sameSecretNames(
-  spec: Pick<DeploymentSpec, "secrets">,
-  deployment: Deployment | null | undefined,
-): boolean {
-  if (!deployment) return false;
-  const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
-  const shown = [...new Set(deployment.secrets.map((s) => s.name))].sort();
-  return wanted.length === shown.length && wanted.every((name, i) => name === shown[i]);
 }
 
 /**

@@ -1,13 +1,20 @@
 /**
  * The secrets part of the plan: whether the spec's secrets must be sent, given what the service
  * shows (values, masked values or none) and the hash of what was last applied; and what may be
- * taken as last applied is `lastAppliedFor`'s (plan.ts). Pure. Entered only for a spec that
- * manages its secrets.
+ * taken as last applied is `lastAppliedFor`'s (plan.ts). Here too, for Secrets left unread (their
+ * versions unchanged), whether their values are needed after all and the plan's desired state
+ * with them. Pure. Entered only for a spec that manages its secrets.
  */
 
-import type { SecretValue } from "../crd/mapping.ts";
+import {
+  type DesiredDeployment,
+  type ResolvedInputs,
+  resolveSecrets,
+  type SecretValue,
+} from "../crd/mapping.ts";
+import type { DeploymentSpec } from "../crd/schema.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
-import type { Secret } from "./service-types.ts";
+import type { Deployment, Secret } from "./service-types.ts";
 
 /** What the secrets cannot be made to be: an empty list the service did not take (see {@link keptSecretsProblem}). */
 export interface SecretsProblem {
@@ -95,4 +102,31 @@ export function keptSecretsProblem(names: readonly string[]): SecretsProblem {
     field: "spec.secrets",
     message: `spec.secrets is empty and an empty secrets list was sent, but the service's deployment still has secrets ${names.join(", ")}: this service treats an empty list on an update as "unchanged" (as the service's own provider does), so its last secrets cannot be cleared that way, and the list is not sent again; remove them on the service (its UI), list the secrets to keep, or remove spec.secrets to stop managing them`,
   };
+}
+
+/**
+ * Whether the service's deployment has exactly the secret names of `spec` (false when none): when
+ * not, the values left unread are needed after all.
+ */
+export function sameSecretNames(
+  spec: Pick<DeploymentSpec, "secrets">,
+  deployment: Deployment | null | undefined,
+): boolean {
+  if (!deployment) return false;
+  const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
+  const shown = [...new Set(deployment.secrets.map((s) => s.name))].sort();
+  return wanted.length === shown.length && wanted.every((name, i) => name === shown[i]);
+}
+
+/**
+ * `desired`, mapped by `desiredFromSpec` from `spec` without its secrets, with the secrets
+ * of `spec` resolved from `resolved` as that mapping resolves them: for a plan whose Secrets
+ * were read only once their values turned out to be needed. Throws as the mapping does.
+ */
+export function withSecrets(
+  desired: DesiredDeployment,
+  spec: DeploymentSpec,
+  resolved: ResolvedInputs,
+): DesiredDeployment {
+  return spec.secrets ? { ...desired, secrets: resolveSecrets(spec.secrets, resolved) } : desired;
 }
