@@ -23,20 +23,25 @@
  *   resource instead of retrying silently forever.
  * - What the plan cannot do (`outcomeFromProblems`: an immutable field, a secrets list the service
  *   will not clear): Stalled, nothing retried until the spec changes.
+ * - The connection's last listing missed its deadline (`listingMissed`, which `listingGuard` in
+ *   observe.ts reports): `ListingDeadlineExceeded`, no call until a listing ends in time.
  */
 
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { redactAndTruncate } from "../api/redact.ts";
 import { TokenWaitTooLongError } from "../api/reserved-tokens.ts";
-import { MAX_MESSAGE_LENGTH } from "../crd/conventions.ts";
+import { connectionOf, describeConnection, MAX_MESSAGE_LENGTH } from "../crd/conventions.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
+import { flagDuration } from "../duration.ts";
 import { DeferredError } from "../runtime/clock.ts";
 import { TerminalError } from "../runtime/reconcile-errors.ts";
 import type { PlanProblem } from "./plan.ts";
+import type { StoredResource } from "./ports.ts";
 import { REASON, type SyncOutcome } from "./reasons.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";
 import { NameReservedError } from "./service/name-reserved.ts";
+import type { ListingFailure } from "./service/snapshot-store.ts";
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {
@@ -187,4 +192,22 @@ export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutco
   const fixed = problems.find((p) => p.reason === "Immutable" || p.reason === "DeploymentTypeMismatch");
   const reason = fixed ? REASON[fixed.reason] : REASON.CannotClearSecrets;
   return { kind: "failed", reason, message: problems.map((p) => p.message).join("; "), stalled: true };
+}
+
+/**
+ * The outcome of a resource whose connection's last listing missed its deadline: no call is made
+ * for it until a listing ends in time (the connection's pass tries again within a minute).
+ */
+export function listingMissed(
+  obj: StoredResource,
+  failure: ListingFailure,
+): SyncOutcome & { kind: "failed" } {
+  const id = connectionOf(obj.metadata.namespace ?? "", obj.spec.connectionRef);
+  const connection = id ? describeConnection(id) : "the default connection (the operator's own settings)";
+  return {
+    kind: "failed",
+    reason: REASON.ListingDeadlineExceeded,
+    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} did not end within the listing deadline of ${flagDuration(failure.deadlineMs)} (--listing-deadline); no call is made for this resource until a listing through that connection ends in time (it is tried again within a minute): fix the service, or raise --listing-deadline if it is only slow`,
+    stalled: false,
+  };
 }

@@ -10,12 +10,11 @@
  * every call through a connection passes first ({@link listingGuard}).
  */
 
-import { connectionOf, describeConnection } from "../crd/conventions.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
-import { flagDuration } from "../duration.ts";
 import { objectKey } from "../runtime/queue-records.ts";
+import { listingMissed } from "./failures.ts";
 import {
   claimedName,
   inlineSecrets,
@@ -31,13 +30,12 @@ import {
 import { keptWithin } from "./live-revision.ts";
 import { notOwnedMessage, recordEvent } from "./notes.ts";
 import { sameSecretNames, withSecrets } from "./plan-secrets.ts";
-import type { DeploymentLookups, StoredResource } from "./ports.ts";
+import type { DeploymentLookups } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import type { Connected, Found, Observation, ReconcileDeps } from "./run.ts";
 import { isKeyedDigest } from "./secret-hash.ts";
-import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./service/lookup-errors.ts";
-import type { RemoteSnapshot } from "./service/snapshot.ts";
-import type { ListingFailure } from "./service/snapshot-store.ts";
+import { AmbiguousNameError } from "./service/lookup-errors.ts";
+import { lookUpName, type RemoteSnapshot } from "./service/snapshot.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** The most resources {@link Observer} remembers a NotOwned warning of (the oldest go first). */
@@ -197,21 +195,6 @@ export function listingGuard(
   return missed ? listingMissed(run.obj, missed) : undefined;
 }
 
-/**
- * The outcome of a resource whose connection's last listing missed its deadline: no call is made
- * for it until a listing ends in time (the connection's pass tries again within a minute).
- */
-function listingMissed(obj: StoredResource, failure: ListingFailure): SyncOutcome & { kind: "failed" } {
-  const id = connectionOf(obj.metadata.namespace ?? "", obj.spec.connectionRef);
-  const connection = id ? describeConnection(id) : "the default connection (the operator's own settings)";
-  return {
-    kind: "failed",
-    reason: REASON.ListingDeadlineExceeded,
-    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} did not end within the listing deadline of ${flagDuration(failure.deadlineMs)} (--listing-deadline); no call is made for this resource until a listing through that connection ends in time (it is tried again within a minute): fix the service, or raise --listing-deadline if it is only slow`,
-    stalled: false,
-  };
-}
-
 /** What a reconcile's lookup asks the service about, and how much the snapshot may answer for. */
 export interface LookupRule {
   /** Ask the service about the recorded id (a changed spec, a requested reconcile). */
@@ -317,24 +300,6 @@ export async function lookUp(
   const also = disowned ? { disowned } : {};
   if (!match) return { deployment: null, adopted: false, listed: false, ...also };
   return { deployment: match, adopted: match.id !== id, listed: snapshot.isListed(match.id), ...also };
-}
-
-/**
- * The service's deployments named `name`, asked live and remembered in the snapshot. An item of
- * the listing the operator cannot read that may be this name's (its name, or no name at all)
- * stops the lookup: answering "none" would let the reconcile create a duplicate.
- */
-async function lookUpName(
-  service: Pick<DeploymentLookups, "findByName">,
-  snapshot: RemoteSnapshot,
-  name: string,
-  signal: AbortSignal,
-): Promise<Deployment[]> {
-  const { deployments, unreadable } = await service.findByName(name, signal);
-  const hidden = unreadable.find((item) => item.name === undefined || item.name === name);
-  if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
-  for (const deployment of deployments) snapshot.observed(deployment);
-  return deployments;
 }
 
 /**

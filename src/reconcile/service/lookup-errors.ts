@@ -1,6 +1,6 @@
 /**
  * What a lookup of a resource's deployment fails with when the service's answer cannot be used.
- * The lookup (`lookUp`, reconcile/observe.ts), the snapshot (`snapshot-store.ts`) and the service adapter throw them; the
+ * The lookup (`lookUp`, reconcile/observe.ts; `lookUpName`, snapshot.ts), the snapshot (`snapshot-store.ts`) and the service adapter throw them; the
  * reconciler turns them into conditions (`failures.ts`). A file of its own, importing nothing,
  * so that each of those can import it without importing the others.
  */

@@ -30,9 +30,10 @@
 import { withDetailCut } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
-import type { DeploymentListings, ReadAhead } from "../ports.ts";
+import type { DeploymentListings, DeploymentLookups, ReadAhead } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
 import { idBatches, type POLL_BATCH } from "./deployments-port.ts";
+import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import { ListingDeadlineError, SnapshotReader } from "./snapshot-reader.ts";
 import { SnapshotStore } from "./snapshot-store.ts";
 
@@ -217,6 +218,24 @@ export class RemoteSnapshot extends SnapshotStore {
       }
     }
   }
+}
+
+/**
+ * The service's deployments named `name`, asked live and remembered in the snapshot. An item of
+ * the listing the operator cannot read that may be this name's (its name, or no name at all)
+ * stops the lookup: answering "none" would let the reconcile create a duplicate.
+ */
+export async function lookUpName(
+  service: Pick<DeploymentLookups, "findByName">,
+  snapshot: RemoteSnapshot,
+  name: string,
+  signal: AbortSignal,
+): Promise<Deployment[]> {
+  const { deployments, unreadable } = await service.findByName(name, signal);
+  const hidden = unreadable.find((item) => item.name === undefined || item.name === name);
+  if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
+  for (const deployment of deployments) snapshot.observed(deployment);
+  return deployments;
 }
 
 /** How often at most a snapshot's read-ahead goes through its share again (see `RemoteSnapshot.readAhead`). */
