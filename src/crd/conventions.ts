@@ -1,7 +1,8 @@
 /**
  * The operator's conventions, one way for every kind: pure, and low in the module graph (it imports
- * only the printable-text leaf of `api/`, the connection kinds and the queue's key and flow types), so that
- * every folder above `api/` speaks them without a cycle and without importing each other:
+ * only the printable-text leaf of `api/`, the connection kinds, the condition's type and the
+ * queue's key and flow types), so that every folder above `api/` speaks them without a cycle and
+ * without importing each other:
  *
  * - Conditions as kstatus reads them, on every kind the operator writes the status of (the
  *   Deployment resource and both connection kinds): a condition's `lastTransitionTime` moves only
@@ -23,16 +24,7 @@ import {
   type ConnectionKind,
   SERVICE_CONNECTION_KIND,
 } from "./connection-schema.ts";
-
-/** A condition shaped like metav1.Condition (the CRDs' `ConditionSchema`). */
-export interface Condition {
-  type: string;
-  status: "True" | "False" | "Unknown";
-  observedGeneration?: number;
-  lastTransitionTime: string;
-  reason: string;
-  message: string;
-}
+import type { Condition } from "./status-schema.ts";
 
 /** The condition types kstatus reads on every kind. */
 export const KSTATUS = {

@@ -32,12 +32,6 @@ export function isPaused(obj: Annotated): boolean {
   return obj.metadata.annotations?.[ANNOTATION_PAUSED] === "true";
 }
 
-/** The value of `dms.dev/reconcile-requested-at`, if set. */
-export function reconcileRequestedAt(obj: Annotated): string | undefined {
-  const value = obj.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_AT];
-  return value ? keptAnnotationValue(value) : undefined;
-}
-
 /**
  * The longest annotation value kept as given. Every value the operator acts on is short (`true`,
  * a duration, a timestamp or a token); a longer one is kept as its digest ({@link keptAnnotationValue}).
@@ -57,24 +51,27 @@ export function keptAnnotationValue(value: string): string {
     : `sha256:${createHash("sha256").update(value).digest("hex")}`;
 }
 
-/**
- * The value of `dms.dev/rollout-now`, if set, as kept ({@link keptAnnotationValue}): what
- * `status.lastHandledRolloutNow` holds once it was acted on, whether `obj` came from the cache or
- * from a file.
- */
-export function rolloutNow(obj: Annotated): string | undefined {
-  const value = obj.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW];
+/** The value of the annotation `name`, if set, as kept ({@link keptAnnotationValue}). */
+function keptAnnotation(obj: Annotated, name: string): string | undefined {
+  const value = obj.metadata.annotations?.[name];
   return value ? keptAnnotationValue(value) : undefined;
 }
 
+/** The value of `dms.dev/reconcile-requested-at`, if set. */
+export const reconcileRequestedAt = (obj: Annotated) =>
+  keptAnnotation(obj, ANNOTATION_RECONCILE_REQUESTED_AT);
+
 /**
- * The value of `dms.dev/rebuild-requested-at`, if set, as kept ({@link keptAnnotationValue}): a
- * value other than `status.lastHandledRebuildAt` asks for one new revision.
+ * The value of `dms.dev/rollout-now`, if set, as kept: what `status.lastHandledRolloutNow` holds
+ * once it was acted on, whether `obj` came from the cache or from a file.
  */
-export function rebuildRequestedAt(obj: Annotated): string | undefined {
-  const value = obj.metadata.annotations?.[ANNOTATION_REBUILD_REQUESTED_AT];
-  return value ? keptAnnotationValue(value) : undefined;
-}
+export const rolloutNow = (obj: Annotated) => keptAnnotation(obj, ANNOTATION_ROLLOUT_NOW);
+
+/**
+ * The value of `dms.dev/rebuild-requested-at`, if set, as kept: a value other than
+ * `status.lastHandledRebuildAt` asks for one new revision.
+ */
+export const rebuildRequestedAt = (obj: Annotated) => keptAnnotation(obj, ANNOTATION_REBUILD_REQUESTED_AT);
 
 /** What the status records of the annotations' values acted on. */
 type Handled = Pick<DeploymentResourceStatus, "lastHandledRolloutNow" | "lastHandledRebuildAt"> | undefined;

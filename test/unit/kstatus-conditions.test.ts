@@ -3,7 +3,6 @@
 // kstatus trio (Ready, Reconciling, Stalled) the same way for a Deployment and a connection.
 import { describe, expect, it } from "vitest";
 import {
-  type Condition,
   type ConditionValue,
   formatTime,
   kstatusOf,
@@ -11,6 +10,7 @@ import {
   setCondition,
   type Verdict,
 } from "../../src/crd/conventions.ts";
+import type { Condition } from "../../src/crd/schema.ts";
 
 const T0 = "2025-01-01T00:00:00Z";
 const T1 = new Date("2025-06-01T10:05:00.000Z");
