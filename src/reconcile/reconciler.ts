@@ -14,7 +14,6 @@ import type { Logger } from "pino";
 import { FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, LazyReconcileLog, type ReconcileResult } from "../runtime/controller.ts";
-import { changedStatusFields } from "../runtime/json.ts";
 import { reconcileFields } from "../runtime/log.ts";
 import { parseObjectKey } from "../runtime/queue-records.ts";
 import { cleanup } from "./cleanup.ts";
@@ -33,6 +32,7 @@ import type { Connected, Decided, DecidedEvent, ExternalChangeKind, ReconcileDep
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Sessions } from "./service/session.ts";
+import { changedStatusFields } from "./status-changes.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {

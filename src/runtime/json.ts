@@ -38,33 +38,6 @@ export function statusEqual<T extends object>(a: T | undefined, b: T | undefined
 }
 
 /**
- * The fields of a status that differ between `a` and `b` (top-level names; a condition as
- * `conditions.<type>`), for the debug line of a status write: a status written again and again
- * says which field keeps changing.
- */
-export function changedStatusFields<T extends { conditions?: readonly { type: string }[] }>(
-  a: T | undefined,
-  b: T | undefined,
-): string[] {
-  const x: Record<string, unknown> = a ?? {};
-  const y: Record<string, unknown> = b ?? {};
-  const changed: string[] = [];
-  for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) {
-    if (key !== "conditions") {
-      if (!jsonEqual(x[key], y[key])) changed.push(key);
-      continue;
-    }
-    const types = new Set([...(a?.conditions ?? []), ...(b?.conditions ?? [])].map((c) => c.type));
-    for (const type of types) {
-      const before = a?.conditions?.find((c) => c.type === type);
-      const after = b?.conditions?.find((c) => c.type === type);
-      if (!jsonEqual(before, after)) changed.push(`conditions.${type}`);
-    }
-  }
-  return changed;
-}
-
-/**
  * {@link jsonEqual} for values read from the service: an object key whose value is `null` counts
  * as missing too, at any depth, because the service answers `null` for nested fields that are
  * not set (`sidecars[0].env: null` is the same as no `env`). Such a null never causes a PATCH.

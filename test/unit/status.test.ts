@@ -8,7 +8,8 @@ import { resolvedRepo } from "../../src/reconcile/observe.ts";
 import { CONDITION, REASON, type SyncOutcome } from "../../src/reconcile/reasons.ts";
 import type { StatusInput } from "../../src/reconcile/run.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
-import { changedStatusFields, statusEqual } from "../../src/runtime/json.ts";
+import { changedStatusFields } from "../../src/reconcile/status-changes.ts";
+import { statusEqual } from "../../src/runtime/json.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const T0 = new Date("2025-06-01T10:00:00.123Z");
