@@ -6,6 +6,7 @@ import { STATUS_CODES } from "node:http";
 import { createRequire } from "node:module";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { ControllerMetricsHooks } from "./controller.ts";
+import { UnknownValues } from "./unknown-values.ts";
 
 /** One finished call to the service, as the API client's `onResponse` hook reports it. */
 export interface ServiceCall {
@@ -18,22 +19,6 @@ export interface ServiceCall {
    */
   status: number | string;
   seconds: number;
-}
-
-/**
- * The values of `dms_service_unknown_values_total` one tenant's connections label (their others
- * count as `other`), and the most all connections label together: one tenant's services answering
- * odd values under many names take its own share, never the others'.
- */
-export const UNKNOWN_VALUES_PER_TENANT = 10;
-export const UNKNOWN_VALUES_MAX = 200;
-
-/** What one connection's client reports unknown values with (see {@link RuntimeMetrics.unknownValues}). */
-export interface UnknownValueCounter {
-  /** Counts one enum value the spec does not list; pass it as the API client's `onUnknownValue`. */
-  record(unknown: { field: string; value: string }): void;
-  /** Drops the connection's series and gives back its labelled values: its client is closed. */
-  forget(): void;
 }
 
 /** Options of {@link RuntimeMetrics}. */
@@ -100,13 +85,9 @@ export class RuntimeMetrics {
   readonly #serviceRequests: Counter<"method" | "route" | "status">;
   readonly #serviceDuration: Histogram<"method" | "route">;
   readonly #leader: Gauge<"name">;
-  readonly #unknownValues: Counter<"connection" | "field" | "value">;
+  /** `dms_service_unknown_values_total`, by connection within each tenant's share. */
+  readonly unknownValues: UnknownValues;
   readonly #unreadable: Counter;
-  /** Per client's counter, the `field\0value` it labels and the fields it has an `other` series of. */
-  readonly #unknownSeen = new Set<{ labelled: Set<string>; others: Set<string> }>();
-  /** The values labelled, all connections together, and per tenant (absent: none). */
-  #unknownLabelled = 0;
-  readonly #unknownPerTenant = new Map<string, number>();
 
   constructor(options: RuntimeMetricsOptions = {}) {
     const registers = [this.registry];
@@ -224,12 +205,7 @@ export class RuntimeMetrics {
       buckets: SERVICE_BUCKETS,
       registers,
     });
-    this.#unknownValues = new Counter({
-      name: "dms_service_unknown_values_total",
-      help: "Values of enum fields read from the Deployment Management Service that its spec does not list (kept raw), by connection",
-      labelNames: ["connection", "field", "value"],
-      registers,
-    });
+    this.unknownValues = new UnknownValues(registers);
     this.#unreadable = new Counter({
       name: "dms_service_unreadable_items_total",
       help: "Deployments of a listing skipped because they could not be read (e.g. no id)",
@@ -282,68 +258,6 @@ export class RuntimeMetrics {
     this.#serviceRequests.inc({ method, route: call.route, status: statusLabel(call.status) });
     this.#serviceDuration.observe({ method, route: call.route }, call.seconds);
   };
-
-  /**
-   * The counter of the connection `connection` (its key: `default`, `ServiceConnection/<ns>/<name>`)
-   * for the enum values its service answers that the spec does not list; `tenant` is whose share
-   * it spends (a namespace for its ServiceConnections; default: the connection's own). Values are
-   * cut at 64 characters; a tenant's connections label at most {@link UNKNOWN_VALUES_PER_TENANT}
-   * distinct ones, and all together at most {@link UNKNOWN_VALUES_MAX} (the rest count as `other`
-   * under their connection), so a service sending odd values grows no series without bound, nor
-   * takes the others' share. `forget` (the client closed) drops its series and frees its share.
-   */
-  unknownValues(connection: string, tenant = connection): UnknownValueCounter {
-    const seen = { labelled: new Set<string>(), others: new Set<string>() };
-    let forgotten = false;
-    return {
-      record: (unknown) => {
-        // An answer read after its client closed counts nowhere: its series are gone for good.
-        if (forgotten) return;
-        const value = unknown.value.slice(0, 64);
-        const key = `${unknown.field}\u0000${value}`;
-        const { labelled, others } = seen;
-        if (
-          !labelled.has(key) &&
-          (this.#unknownPerTenant.get(tenant) ?? 0) < UNKNOWN_VALUES_PER_TENANT &&
-          this.#unknownLabelled < UNKNOWN_VALUES_MAX
-        ) {
-          labelled.add(key);
-          this.#unknownLabelled++;
-          this.#unknownPerTenant.set(tenant, (this.#unknownPerTenant.get(tenant) ?? 0) + 1);
-          this.#unknownSeen.add(seen);
-        }
-        if (labelled.has(key)) this.#unknownValues.inc({ connection, field: unknown.field, value });
-        else {
-          others.add(unknown.field);
-          this.#unknownSeen.add(seen);
-          this.#unknownValues.inc({ connection, field: unknown.field, value: "other" });
-        }
-      },
-      forget: () => {
-        if (forgotten) return;
-        forgotten = true;
-        for (const key of seen.labelled) {
-          const cut = key.indexOf("\u0000");
-          this.#unknownValues.remove({ connection, field: key.slice(0, cut), value: key.slice(cut + 1) });
-        }
-        for (const field of seen.others) this.#unknownValues.remove({ connection, field, value: "other" });
-        this.#unknownLabelled -= seen.labelled.size;
-        const left = (this.#unknownPerTenant.get(tenant) ?? 0) - seen.labelled.size;
-        if (left > 0) this.#unknownPerTenant.set(tenant, left);
-        else this.#unknownPerTenant.delete(tenant);
-        this.#unknownSeen.delete(seen);
-      },
-    };
-  }
-
-  /** What the unknown values' counters hold: clients not forgotten, tenants with values labelled, values labelled. */
-  unknownValuesHeld(): { clients: number; tenants: number; labelled: number } {
-    return {
-      clients: this.#unknownSeen.size,
-      tenants: this.#unknownPerTenant.size,
-      labelled: this.#unknownLabelled,
-    };
-  }
 
   /** Counts one deployment skipped as unreadable; pass it as the API client's `onUnreadable`. */
   readonly recordUnreadable = (): void => {

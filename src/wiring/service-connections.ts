@@ -42,7 +42,7 @@ export function serviceConnector(
 ): (service: ServiceConfig, connection: string) => ConnectionService {
   return (service, connection) => {
     // Its odd values spend its tenant's share of the series; they go with its client.
-    const unknownValues = metrics.unknownValues(connection, shareOwnerOf(connection));
+    const unknownValues = metrics.unknownValues.counter(connection, shareOwnerOf(connection));
     // One retry layer: the controller's per-key backoff, which honours Retry-After through
     // failureOf. Client retries on top held a worker through up to 4 waits of up to 60 s each
     // (past the reconcile timeout on a 429) before the controller even saw the failure.

@@ -8,7 +8,8 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
 import { ConnectionRegistry, type ConnectionRegistryOptions } from "../../src/connection/registry.ts";
-import { RuntimeMetrics, UNKNOWN_VALUES_PER_TENANT } from "../../src/runtime/metrics.ts";
+import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { UNKNOWN_VALUES_PER_TENANT } from "../../src/runtime/unknown-values.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { serviceConnector } from "../../src/wiring/service-connections.ts";
 
@@ -93,14 +94,14 @@ describe("dms_service_unknown_values_total", () => {
     const metrics = new RuntimeMetrics({ processMetrics: false });
     const registry = registryOf(metrics);
     await readThrough(registry, "ServiceConnection/team-b/prod", plain);
-    const baseline = { held: metrics.unknownValuesHeld(), series: await series(metrics) };
+    const baseline = { held: metrics.unknownValues.held(), series: await series(metrics) };
     expect(baseline.held).toEqual({ clients: 1, tenants: 1, labelled: 1 });
     for (let i = 0; i < 2_000; i++) {
       const key = `ServiceConnection/churn-${i % 50}/c-${i}`;
       await readThrough(registry, key, hostile);
       expect(registry.forget(key)).toBe(true);
     }
-    expect(metrics.unknownValuesHeld()).toEqual(baseline.held);
+    expect(metrics.unknownValues.held()).toEqual(baseline.held);
     expect(await series(metrics)).toEqual(baseline.series);
     // The shares given back are there to take: a new tenant's values are labelled.
     await readThrough(registry, "ServiceConnection/team-c/prod", plain);

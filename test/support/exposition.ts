@@ -34,8 +34,8 @@ export function populatedMetrics(): RuntimeMetrics {
   hooks.observeWaiting?.(() => new Map([["ServiceConnection/team-a/prod", 2]]));
   for (const status of [200, 429, 599, "error"] as const)
     metrics.recordServiceCall({ method: "get", route: "/v2/deployments/{id}", status, seconds: 0.2 });
-  metrics
-    .unknownValues("ServiceConnection/team-a/prod")
+  metrics.unknownValues
+    .counter("ServiceConnection/team-a/prod")
     .record({ field: "deployment.status", value: TENANT_VALUE });
   metrics.recordUnreadable();
   metrics.setLeader("dms-operator-leader", true);
