@@ -168,7 +168,7 @@ export class ConnectionReconciler {
     let holding: Holding | undefined;
     // Past the namespace's bound nothing is read, built, sent or written but its status: not
     // even the finalizer (no client, so nothing of the service to let go of at its deletion).
-    const over = this.#registry.overLimit(id);
+    const over = this.#registry.bound.overLimit(id);
     if (obj.metadata.deletionTimestamp) {
       // A replica that does not write keeps the connection usable until it is gone.
       if (users === 0 && writes) {
@@ -348,6 +348,6 @@ export class ConnectionReconciler {
     if (this.#registry.forget(key)) this.#o.onChange(key);
     const id = parseConnectionKey(key);
     if (id?.kind === SERVICE_CONNECTION_KIND)
-      for (const waiting of this.#registry.waitingForRoom(id.namespace)) this.#o.enqueue(waiting);
+      for (const waiting of this.#registry.bound.waitingForRoom(id.namespace)) this.#o.enqueue(waiting);
   }
 }

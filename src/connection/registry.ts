@@ -21,13 +21,12 @@ import {
   describeConnection,
   type Failure,
   limitingSelector,
-  parseConnectionKey,
 } from "../crd/conventions.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/service/session.ts";
 import { NamespaceAccess } from "./access.ts";
-import type { NamespaceOrder } from "./namespace-order.ts";
+import { NamespaceBound } from "./namespace-bound.ts";
 import { connectionWindows } from "./settings.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";
 
@@ -35,12 +34,6 @@ const TOO_MANY_CONNECTIONS = CONNECTION_REASON.TooManyConnections;
 /** What the calls of a client replaced by a change of its connection's settings are told. */
 const REPLACED =
   "the connection's settings changed (its spec, API key or CA): its client was replaced, and a call is made again through the new one";
-
-/**
- * Default `--max-connections-per-namespace`: a team has a connection per tenant or environment,
- * a handful; each served one holds a client, its agents and a session.
- */
-export const DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE = 20;
 
 /** The service as one connection reaches it, built by the composition root. */
 export interface ConnectionService {
@@ -108,29 +101,25 @@ export interface ConnectionRegistryOptions {
   session(port: DeploymentsPort, key: string): ServiceSession;
   /** Who may use which connection (namespace selectors). Default: everyone may use every one. */
   access?: NamespaceAccess;
-  /**
-   * Most ServiceConnections of one namespace that get a client (`--max-connections-per-namespace`):
-   * the oldest, by creation time then name. Absent (or without `order`): no bound.
-   */
-  maxPerNamespace?: number;
-  /** The ServiceConnections of each namespace in that order, kept from the watch cache's events. */
-  order?: NamespaceOrder;
+  /** Which ServiceConnections of a namespace get a client (`--max-connections-per-namespace`). Default: all. */
+  bound?: NamespaceBound;
 }
 
 /** See the module comment. */
 export class ConnectionRegistry implements ConnectionSessions {
   /** Who may use which connection; the connection controller counts refused users with it. */
   readonly access: NamespaceAccess;
+  /** Which ServiceConnections get no client, and wait for room; the connection controller asks it. */
+  readonly bound: NamespaceBound;
   readonly #o: ConnectionRegistryOptions;
   readonly #entries = new Map<string, ConnectionEntry>();
   /** Connections found unusable for a reason other than the probe (e.g. their Secret). */
   readonly #unusable = new Map<string, Failure>();
-  /** Namespace → its connections refused by the per-namespace bound (keys). */
-  readonly #waiting = new Map<string, Set<string>>();
 
   constructor(options: ConnectionRegistryOptions) {
     this.#o = options;
     this.access = options.access ?? new NamespaceAccess();
+    this.bound = options.bound ?? new NamespaceBound();
   }
 
   /**
@@ -272,55 +261,19 @@ export class ConnectionRegistry implements ConnectionSessions {
   }
 
   /**
-   * Why connection `id` gets no client, when its namespace has more ServiceConnections than
-   * {@link ConnectionRegistryOptions.maxPerNamespace} and it is not among the oldest that many;
-   * undefined otherwise. A binary search of the namespace's order ({@link NamespaceOrder}).
-   */
-  overLimit(id: ConnectionId): Failure | undefined {
-    const { maxPerNamespace: max, order } = this.#o;
-    if (id.kind !== SERVICE_CONNECTION_KIND || max === undefined || !order) return undefined;
-    const all = order.count(id.namespace);
-    if (all <= max) return undefined;
-    const older = order.rank(id.namespace, id.name);
-    if (older === undefined || older < max) return undefined;
-    return {
-      ok: false,
-      reason: TOO_MANY_CONNECTIONS,
-      message: `namespace ${id.namespace} has ${all} ServiceConnections, more than the ${max} per namespace the operator serves (--max-connections-per-namespace): the oldest ${max} are served, and this one gets no client until older ones are deleted; delete the connections this namespace no longer uses, or ask the operator's admins to raise the limit`,
-      transient: false,
-    };
-  }
-
-  /** The keys of `namespace`'s connections refused by the per-namespace bound: room may have been made. */
-  waitingForRoom(namespace: string): string[] {
-    return [...(this.#waiting.get(namespace) ?? [])];
-  }
-
-  /** Records whether `key` waits for room in its namespace. */
-  #wait(key: string, waits: boolean): void {
-    const namespace = parseConnectionKey(key)?.namespace;
-    if (!namespace) return;
-    const keys = this.#waiting.get(namespace);
-    if (waits) {
-      if (keys) keys.add(key);
-      else this.#waiting.set(namespace, new Set([key]));
-    } else if (keys?.delete(key) && keys.size === 0) this.#waiting.delete(namespace);
-  }
-
-  /**
    * Marks `key` unusable for `failure`, found before any probe (its spec or a Secret, the
    * per-namespace bound): a client built before is dropped.
    */
   setUnusable(key: string, failure: Failure): void {
     this.#unusable.set(key, failure);
-    this.#wait(key, failure.reason === TOO_MANY_CONNECTIONS);
+    this.bound.wait(key, failure.reason === TOO_MANY_CONNECTIONS);
     if (failure.reason === TOO_MANY_CONNECTIONS) this.#drop(key, failure.message);
   }
 
   /** `key`'s settings could be read again: its probe's verdict speaks for it. */
   clearUnusable(key: string): void {
     this.#unusable.delete(key);
-    this.#wait(key, false);
+    this.bound.wait(key, false);
   }
 
   /** Drops `key` (its connection is gone); true when anything was known of it. */
@@ -328,7 +281,7 @@ export class ConnectionRegistry implements ConnectionSessions {
     const known = this.#entries.has(key) || this.#unusable.has(key);
     this.#drop(key, "the connection was deleted");
     this.#unusable.delete(key);
-    this.#wait(key, false);
+    this.bound.wait(key, false);
     return known;
   }
 

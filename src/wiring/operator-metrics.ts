@@ -4,7 +4,8 @@
  */
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
-import type { ConnectionRegistry, ConnectionSessions } from "../connection/registry.ts";
+import type { NamespaceBound } from "../connection/namespace-bound.ts";
+import type { ConnectionSessions } from "../connection/registry.ts";
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/conventions.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
@@ -46,14 +47,14 @@ export function registerCacheMetrics(
   metrics: RuntimeMetrics,
   deployments: KubeDeployments,
   kubeConnections: KubeConnections,
-  connections: Pick<ConnectionSessions, "refusals"> & Pick<ConnectionRegistry, "overLimit">,
+  connections: Pick<ConnectionSessions, "refusals"> & { bound: Pick<NamespaceBound, "overLimit"> },
 ): void {
   registerResourceMetrics(metrics.registry, () => deployments.list(), { stalledReasons: STALLED_REASONS });
   registerConnectionMetrics(metrics.registry, () =>
     kubeConnections.all.flatMap((r) =>
       r.list().flatMap((c) => {
         const id = idOf(c);
-        return connections.overLimit(id) ? [] : [{ key: connectionKey(id), ...c }];
+        return connections.bound.overLimit(id) ? [] : [{ key: connectionKey(id), ...c }];
       }),
     ),
   );
@@ -81,7 +82,7 @@ const PRUNE_AT = 64;
 export function externalChangeCounter(
   metrics: RuntimeMetrics,
   kubeConnections: Pick<KubeConnections, "all">,
-  connections: Pick<ConnectionRegistry, "overLimit">,
+  connections: { bound: Pick<NamespaceBound, "overLimit"> },
 ): (connection: string, kind: "revision" | "fields") => void {
   const kinds = ["revision", "fields"] as const;
   const counted = new Set<string>();
@@ -92,7 +93,7 @@ export function externalChangeCounter(
     for (const r of kubeConnections.all)
       for (const c of r.list()) {
         const id = idOf(c);
-        if (!connections.overLimit(id)) served.add(connectionKey(id));
+        if (!connections.bound.overLimit(id)) served.add(connectionKey(id));
       }
     for (const connection of counted) {
       if (served.has(connection)) continue;

@@ -9,12 +9,12 @@ import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
 import { ServiceClient, type ServiceClientOptions } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { NamespaceAccess } from "../connection/access.ts";
-import { NamespaceOrder } from "../connection/namespace-order.ts";
 import {
-  ConnectionRegistry,
-  type ConnectionService,
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
-} from "../connection/registry.ts";
+  NamespaceBound,
+  NamespaceOrder,
+} from "../connection/namespace-bound.ts";
+import { ConnectionRegistry, type ConnectionService } from "../connection/registry.ts";
 import { DEFAULT_CONNECTION, shareOwnerOf } from "../crd/conventions.ts";
 import type { KubeDeployments } from "../kube/custom-resources.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/inputs.ts";
@@ -155,8 +155,10 @@ export function connectionRegistry(
       ...(namespaces ? { labels: (name: string) => namespaces.labels(name) } : {}),
       ...(selector ? { defaultSelector: selector } : {}),
     }),
-    maxPerNamespace: config.maxConnectionsPerNamespace ?? DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
-    order,
+    bound: new NamespaceBound(
+      config.maxConnectionsPerNamespace ?? DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
+      order,
+    ),
   });
   return registry;
 }

@@ -49,7 +49,7 @@ export function populatedMetrics(): RuntimeMetrics {
     status: { conditions: [{ type: "Stalled", status: "True", reason: "RevisionFailed" }] },
   };
   const kubeConnections = { all: [{ list: () => [connection] }] } as unknown as KubeConnections;
-  const served = { refusals: () => new Map([["default", 1]]), overLimit: () => undefined };
+  const served = { refusals: () => new Map([["default", 1]]), bound: { overLimit: () => undefined } };
   registerCacheMetrics(
     metrics,
     { list: () => [resource] } as unknown as KubeDeployments,

@@ -225,7 +225,7 @@ export function operatorLabels(): Map<string, Set<string>> {
   const metrics = new RuntimeMetrics();
   const deployments = { list: () => [] } as unknown as KubeDeployments;
   const kubeConnections = { all: [] } as unknown as KubeConnections;
-  const connections = { refusals: () => new Map<string, number>(), overLimit: () => undefined };
+  const connections = { refusals: () => new Map<string, number>(), bound: { overLimit: () => undefined } };
   registerCacheMetrics(metrics, deployments, kubeConnections, connections);
   externalChangeCounter(metrics, kubeConnections, connections);
   const labels = registryLabels(metrics.registry);

@@ -16,7 +16,7 @@ import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
 import { RUN_SETTINGS } from "../../src/commands/settings.ts";
 import * as words from "../../src/commands/words.ts";
-import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../../src/connection/registry.ts";
+import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../../src/connection/namespace-bound.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_REBUILD_REQUESTED_AT,

@@ -12,7 +12,7 @@ import {
   type ConnectionStore,
   failedProbeBackoffMs,
 } from "../../src/connection/controller.ts";
-import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
+import { NamespaceBound, NamespaceOrder } from "../../src/connection/namespace-bound.ts";
 import { ConnectionRegistry, type ConnectionService } from "../../src/connection/registry.ts";
 import { connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
@@ -189,12 +189,7 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
       };
     },
     session,
-    ...(bound
-      ? {
-          maxPerNamespace: bound.maxPerNamespace,
-          order: w.order,
-        }
-      : {}),
+    ...(bound ? { bound: new NamespaceBound(bound.maxPerNamespace, w.order) } : {}),
     ...(access
       ? {
           access: new NamespaceAccess({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
+import { NamespaceBound, NamespaceOrder } from "../../src/connection/namespace-bound.ts";
 import { ConnectionRegistry, type ConnectionRegistryOptions } from "../../src/connection/registry.ts";
 import type { ConnectionObject, KubeConnections } from "../../src/kube/connections.ts";
 import type { KubeDeployments } from "../../src/kube/custom-resources.ts";
@@ -35,8 +35,7 @@ const servingTwenty = (order: NamespaceOrder) =>
     session: () => {
       throw new Error("not called");
     },
-    maxPerNamespace: 20,
-    order,
+    bound: new NamespaceBound(20, order),
   });
 
 describe("dms_connection_ready", () => {
@@ -108,7 +107,7 @@ describe("dms_external_changes_total", () => {
   it("leaves no series behind for a change counted under a connection no longer served, between scrapes", async () => {
     const metrics = new RuntimeMetrics({ processMetrics: false });
     const nothing = { all: [{ list: () => [] }] } as unknown as KubeConnections;
-    const count = externalChangeCounter(metrics, nothing, { overLimit: () => undefined });
+    const count = externalChangeCounter(metrics, nothing, { bound: { overLimit: () => undefined } });
     // The 65th name makes the counter look, when every name it holds is gone, this one too.
     for (let i = 0; i < 65; i++) count(`ServiceConnection/team-a/gone-${i}`, "fields");
     const text = await metrics.registry.getSingleMetricAsString(EXTERNAL_CHANGES_METRIC);

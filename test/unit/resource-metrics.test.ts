@@ -186,7 +186,7 @@ describe("dms_external_changes_total", () => {
       { metadata: { name: "prod", namespace: "team-b" } },
     ];
     const count = externalChangeCounter(metrics, { all: [{ list: () => watched }] } as never, {
-      overLimit: () => undefined,
+      bound: { overLimit: () => undefined },
     });
     count("ServiceConnection/team-a/prod", "revision");
     count("ServiceConnection/team-b/prod", "revision");

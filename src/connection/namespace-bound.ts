@@ -1,6 +1,8 @@
 /**
- * The ServiceConnections of each namespace in the order they get a client under
- * `--max-connections-per-namespace`: oldest first (creation time), then by name. Kept up to date
+ * `--max-connections-per-namespace`: the ServiceConnections of a namespace past the oldest that
+ * many get no client ({@link NamespaceBound}), and wait for a deletion to make room.
+ *
+ * The order they get a client in: oldest first (creation time), then by name. Kept up to date
  * from the watch cache's events ({@link NamespaceOrder.upsert} on an add or update,
  * {@link NamespaceOrder.remove} on a delete), so that "is this connection among the oldest N of
  * its namespace?" is a binary search, never a scan of the namespace's connections at each check.
@@ -9,6 +11,15 @@
  * cached connection is the number of its namespace's cached connections before it, and
  * {@link NamespaceOrder.count} the number of them.
  */
+import { SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
+import { type ConnectionId, type Failure, parseConnectionKey } from "../crd/conventions.ts";
+import { CONNECTION_REASON } from "./status.ts";
+
+/**
+ * Default `--max-connections-per-namespace`: a team has a connection per tenant or environment,
+ * a handful; each served one holds a client, its agents and a session.
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE = 20;
 
 /** A connection's place in its namespace's order. */
 interface Place {
@@ -89,5 +100,59 @@ export class NamespaceOrder {
       else high = mid;
     }
     return low;
+  }
+}
+
+/**
+ * Which ServiceConnections get no client: with `max` and `order`, those of a namespace with more
+ * than `max` that are not among its oldest `max`; without either, none. It keeps, by namespace,
+ * the connections refused for it, for a deletion to enqueue (room may have been made).
+ */
+export class NamespaceBound {
+  readonly #max: number | undefined;
+  readonly #order: NamespaceOrder | undefined;
+  /** Namespace → its connections refused by the bound (keys). */
+  readonly #waiting = new Map<string, Set<string>>();
+
+  constructor(max?: number, order?: NamespaceOrder) {
+    this.#max = max;
+    this.#order = order;
+  }
+
+  /**
+   * Why connection `id` gets no client, when its namespace has more ServiceConnections than the
+   * bound and it is not among the oldest that many; undefined otherwise. A binary search of the
+   * namespace's order.
+   */
+  overLimit(id: ConnectionId): Failure | undefined {
+    const max = this.#max;
+    const order = this.#order;
+    if (id.kind !== SERVICE_CONNECTION_KIND || max === undefined || !order) return undefined;
+    const all = order.count(id.namespace);
+    if (all <= max) return undefined;
+    const older = order.rank(id.namespace, id.name);
+    if (older === undefined || older < max) return undefined;
+    return {
+      ok: false,
+      reason: CONNECTION_REASON.TooManyConnections,
+      message: `namespace ${id.namespace} has ${all} ServiceConnections, more than the ${max} per namespace the operator serves (--max-connections-per-namespace): the oldest ${max} are served, and this one gets no client until older ones are deleted; delete the connections this namespace no longer uses, or ask the operator's admins to raise the limit`,
+      transient: false,
+    };
+  }
+
+  /** The keys of `namespace`'s connections refused by the bound: room may have been made. */
+  waitingForRoom(namespace: string): string[] {
+    return [...(this.#waiting.get(namespace) ?? [])];
+  }
+
+  /** Records whether `key` waits for room in its namespace. */
+  wait(key: string, waits: boolean): void {
+    const namespace = parseConnectionKey(key)?.namespace;
+    if (!namespace) return;
+    const keys = this.#waiting.get(namespace);
+    if (waits) {
+      if (keys) keys.add(key);
+      else this.#waiting.set(namespace, new Set([key]));
+    } else if (keys?.delete(key) && keys.size === 0) this.#waiting.delete(namespace);
   }
 }
