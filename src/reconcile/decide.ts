@@ -2,7 +2,7 @@
  * What a reconcile does, decided without a call: `decide(spec, observation, status, now)` takes
  * the resource (its spec and annotations), what `observe` (observe.ts) saw of the service and of
  * the spec's inputs, the status as read and the time, and returns a `Decision` (run.ts): the plan
- * (`plan.ts`), what the rollout gate lets go now (`rollout-gate.ts`), whether a redeploy is
+ * (`plan.ts`; a create planned is decided by `create.ts`), what the rollout gate lets go now (`rollout-gate.ts`), whether a redeploy is
  * pending (`revision-history.ts`) or undone (`revision-reuse.ts`), a rebuild asked for (`rebuild.ts`), the write
  * to make, the status it concludes and the events to record, all as data. `execute`
  * (execute.ts) performs the write and returns what it wrote; `settle` (conclude.ts, pure too) joins the
@@ -11,6 +11,7 @@
  */
 import { formatTime } from "../crd/conventions.ts";
 import { DEFAULT_DRIFT_POLICY } from "../crd/spec-policies.ts";
+import { decideCreate } from "./create.ts";
 import { externalRevisionOf } from "./external-revision.ts";
 import { outcomeFromProblems } from "./failures.ts";
 import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
@@ -24,7 +25,7 @@ import {
   reportedNoop,
   syncedSays,
 } from "./notes.ts";
-import { lastAppliedFor, type PatchPlan, plan } from "./plan.ts";
+import { appliedAt, appliedVersions, lastAppliedFor, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
@@ -70,16 +71,6 @@ export interface DecideSettings {
   counter?: Counter;
   /** How secrets' digests are made and compared (keyed with the install key); default unkeyed. */
   secretDigest?: SecretDigest;
-}
-
-/**
- * Since when a create of this resource may be missing from the service's listing: its intent
- * while one is recorded (the POST's answer may have been lost), else the time of the create whose
- * answer `status.deploymentId` records (`createdAt`: the intent, kept when the answer came and the
- * intent was cleared). Undefined: no create of its own is that recent to the status.
- */
-export function pendingCreateSince(status: NonNullable<StoredResource["status"]>): string | undefined {
-  return status.createRequestedAt ?? (status.deploymentId ? status.createdAt : undefined);
 }
 
 /**
@@ -181,34 +172,8 @@ function decideApply(...[spec, observation, status, now, settings, reapply]: App
     return { ...none, ...external, events, outcome: { kind: "synced" }, failed: { error } };
   }
   if (planned.action === "create") {
-    const requestedAt = pendingCreateSince(status);
-    if (requestedAt && observation.at - Date.parse(requestedAt) < settings.createGraceMs) {
-      // A create was requested and the listing does not show it yet: it may lag behind.
-      const waiting = { kind: "synced", message: "waiting for the created deployment to be listed" } as const;
-      return {
-        events,
-        after: [],
-        // The id the create answered with stays known while the listing catches up.
-        outcome: waiting,
-        observed: { kind: "createdUnlisted" },
-        record,
-        log: {
-          fields: { requestedAt },
-          message: "create requested earlier; waiting for the service to list it",
-        },
-      };
-    }
-    // The intent stays recorded until a lookup lists the deployment (see above).
-    const applied: StatusRecord = {
-      ...record,
-      appliedSecretsHash: planned.secretsHash ?? null,
-      appliedSecretVersions: appliedVersions(planned.secretsHash, versions),
-      // The create builds the deployment's first revision: what a pending rebuild asks for.
-      ...(pendingRebuild(spec, status) ? { lastHandledRebuildAt: rebuildRequestedAt(spec) } : {}),
-      ...appliedAt(spec),
-    };
-    const write = { kind: "create", plan: planned } as const;
-    return { events, after: [], outcome: { kind: "synced" }, record: applied, write };
+    const said = { events, record, createGraceMs: settings.createGraceMs };
+    return decideCreate(planned, spec, observation, status, said);
   }
 
   const deployment = found.deployment;
@@ -343,10 +308,6 @@ function ungated(plan: PatchPlan, asked: boolean): GatedPatch {
   return makesRevision && asked ? { send: plan, viaRolloutNow: true } : { send: plan };
 }
 
-/** `status.appliedGeneration` of `spec` applied in full now. */
-const appliedAt = (spec: DecideSpec): StatusRecord =>
-  spec.metadata.generation === undefined ? {} : { appliedGeneration: spec.metadata.generation };
-
 /**
  * A revision of the deployment `observation` found that this operator did not create, seen now
  * for the first time (`externalRevisionOf`): its status record, the `ExternalRevision` event
@@ -386,12 +347,4 @@ function seenExternal(
  */
 export function cleansUpOnDelete(obj: DecideSpec): boolean {
   return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
-}
-
-/**
- * `status.appliedSecretVersions` after a plan that read the Secrets: their versions when the
- * secrets are (or, once the write succeeds, will be) what the service has, else none.
- */
-function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
-  return secretsHash !== undefined && versions !== undefined ? versions : null;
 }

@@ -7,7 +7,9 @@
  * is replaced whole by the service, so a change to any of its fields sends the desired fields
  * merged over the remote ones; secrets are decided from hashes and names, never sent when
  * nothing changed, and an empty list is reported rather than sent. Summaries never hold a
- * secret value.
+ * secret value. Beside it, what the status records a plan applied: what the next plan is made
+ * against ({@link lastAppliedFor}), and what a write records once sent ({@link appliedVersions},
+ * {@link appliedAt}; a create's as a PATCH's).
  */
 
 import {
@@ -21,6 +23,8 @@ import {
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { cloneJson, displayValue, isRecord, jsonEqual, wireEqual } from "../runtime/json.ts";
 import { planSecrets, type SecretsDecision, type SecretsProblem } from "./plan-secrets.ts";
+import type { StoredResource } from "./ports.ts";
+import type { StatusRecord } from "./reasons.ts";
 import type { SecretDigest } from "./secret-hash.ts";
 import type {
   CreateDeploymentBody,
@@ -348,6 +352,21 @@ function diffRevision(
     changes.push({ group: "source_revision_config", field, line: line(field, remote[key], value) });
   }
   return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** `status.appliedGeneration` of `obj`'s spec applied in full now. */
+export const appliedAt = (obj: Pick<StoredResource, "metadata">): StatusRecord =>
+  obj.metadata.generation === undefined ? {} : { appliedGeneration: obj.metadata.generation };
+
+/**
+ * `status.appliedSecretVersions` after a plan that read the Secrets: their versions when the
+ * secrets are (or, once the write succeeds, will be) what the service has, else none.
+ */
+export function appliedVersions(
+  secretsHash: string | undefined,
+  versions: string | undefined,
+): string | null {
+  return secretsHash !== undefined && versions !== undefined ? versions : null;
 }
 
 /**

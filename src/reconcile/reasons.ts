@@ -120,7 +120,7 @@ export interface StatusRecord {
   /** The generation whose spec was applied in full (see `generationApplied`, decide.ts). */
   appliedGeneration?: number | null;
   createRequestedAt?: string | null;
-  /** The create's intent time, kept once the create answered (see `pendingCreateSince`, decide.ts). */
+  /** The create's intent time, kept once the create answered (see `pendingCreateSince`, create.ts). */
   createdAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
