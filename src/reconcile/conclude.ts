@@ -29,7 +29,7 @@ import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
-import { intentSettled, revisionMadeSince, withRebuild } from "./rebuild.ts";
+import { intentSettled, withRebuild } from "./rebuild.ts";
 import { pendingRedeploy } from "./revision-history.ts";
 import { switchingBack } from "./revision-reuse.ts";
 import type {
@@ -44,6 +44,7 @@ import type {
 } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
 import { statusFrom } from "./status.ts";
+import { revisionMadeSince } from "./unconfirmed-rebuild.ts";
 
 /**
  * `decision` with what was `executed` of its write (none when it had none): the conclusion's

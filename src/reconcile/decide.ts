@@ -28,7 +28,7 @@ import {
 import { appliedAt, appliedVersions, lastAppliedFor, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
-import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
+import { decideRebuild } from "./rebuild.ts";
 import { pendingRedeploy, splitForRedeploy } from "./revision-history.ts";
 import { pendingSwitchBack, switchBackPlan, switchBackSuperseded } from "./revision-reuse.ts";
 import type { Counter } from "./rollout/next-opening.ts";
@@ -42,6 +42,7 @@ import {
 import type { Decided, DecidedEvent, DecideSpec, Decision, Observation, Observed, Write } from "./run.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
+import { rebuildSeen, withRebuildSeen } from "./unconfirmed-rebuild.ts";
 
 /**
  * Whether `obj`'s spec, at its generation, was already applied in full (`status.appliedGeneration`;
@@ -77,7 +78,7 @@ export interface DecideSettings {
  * Decides what the apply arm does for `spec` (see the module comment). `now`: the reconcile's
  * clock reading (ms since the epoch). Rollout windows in effect that cannot be read are
  * `failed` (an `InvalidSpecError`). A rebuild whose answer was lost is settled first by the
- * deployment's new revision, if it shows one (`rebuildSeen`, rebuild.ts): a revision of it that
+ * deployment's new revision, if it shows one (`rebuildSeen`, unconfirmed-rebuild.ts): a revision of it that
  * undid the spec (Git moved on since it was sent) makes the spec one to apply again, not a drift.
  */
 export function decide(

@@ -1,13 +1,15 @@
 /**
- * A rebuild asked by `dms.dev/rebuild-requested-at`, in the two pure steps of a reconcile that
- * weigh it: what the decision makes of a pending request ({@link decideRebuild}: handled by a
- * write that makes a revision anyway, refused on a service without the route, held by the
- * rollout windows, or sent after the write), and what the conclusion makes of the rebuild
- * `execute` sent ({@link withRebuild}). The call itself is `service/rebuilder.ts`'s. A rebuild
- * whose answer was lost is remembered (`status.unconfirmedRebuild`) until the next new revision
- * says what it came to ({@link rebuildSeen}, {@link revisionMadeSince}). A resource with neither a
- * request pending nor such a rebuild never enters this module.
+ * A rebuild asked by `dms.dev/rebuild-requested-at`, in the steps of a reconcile that weigh it:
+ * what the decision makes of a pending request ({@link decideRebuild}: handled by a write that
+ * makes a revision anyway, refused on a service without the route, held by the rollout windows,
+ * or sent after the write), the call sent after the write once its intent is written
+ * ({@link performRebuild}, for `execute`; the call itself is `service/rebuilder.ts`'s), and what
+ * the conclusion makes of what it came to ({@link withRebuild}). A rebuild whose answer was lost
+ * is remembered (`status.unconfirmedRebuild`) until the next new revision says what it came to
+ * (`unconfirmed-rebuild.ts`). A resource with neither a request pending nor such a rebuild never
+ * enters this module.
  */
+import { loggedError } from "../api/errors.ts";
 import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
 import { STATUS_ID_MAX_LENGTH } from "../crd/status-schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./inputs.ts";
@@ -24,7 +26,17 @@ import {
 } from "./revision-history.ts";
 import type { Counter } from "./rollout/next-opening.ts";
 import { gateRollout, type WindowsInEffect } from "./rollout-gate.ts";
-import type { Decided, DecidedEvent, DecideSpec, Decision, Executed, Observation } from "./run.ts";
+import type {
+  Connected,
+  Decided,
+  DecidedEvent,
+  DecideSpec,
+  Decision,
+  Executed,
+  Execution,
+  Observation,
+  ReconcileDeps,
+} from "./run.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
 
 /** The status as a reconcile reads it. */
@@ -159,15 +171,14 @@ export function withRebuild(
   if (outcome.kind === "written") return { decided: { ...decided, record: handled }, events };
   if (outcome.kind === "unconfirmed") {
     const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice (the next new revision of the configuration it would have built is taken for its own, in status.revisionHistory); set a new value to ask again`;
-    const sent = decided.observed?.kind === "found" ? decided.observed.deployment : undefined;
-    const unconfirmedRebuild = unconfirmedRecord(sent, requestedAt) ?? null;
+    const unconfirmedRebuild = unconfirmedRecord(observedIn(decided), requestedAt) ?? null;
     return {
       decided: { ...decided, record: { ...handled, unconfirmedRebuild } },
       events: [...events, { type: "Warning", reason: "RebuildUnconfirmed", note }],
     };
   }
   const note = `created revision ${outcome.revision.id} of the deployment's current configuration (${ANNOTATION_REBUILD_REQUESTED_AT}: ${requestedAt})`;
-  const before = decision.observed?.kind === "found" ? decision.observed.deployment : undefined;
+  const before = observedIn(decision);
   return {
     decided: {
       ...decided,
@@ -203,7 +214,7 @@ function rebuiltHistory(
 }
 
 /** The digest of what a revision of `config` and `source` defines (`revisionHistory[].configHash`). */
-const builtHash = (config: SourceRevisionConfig, source: string): string =>
+export const builtHash = (config: SourceRevisionConfig, source: string): string =>
   revisionConfigHash(configAfterPatch(config, {}), source);
 
 /**
@@ -250,6 +261,77 @@ export const intentUndone = (status: Status): StatusRecord => ({
 });
 
 /**
+ * Performs the rebuild `decision` asked after its write (`done`; `execute.ts`). A PATCH that made
+ * a revision itself (new secret values do; values the service already had, which a service that
+ * masks them is sent again, do not) is the revision asked for: no second build. The call is sent
+ * once its intent is written ({@link rebuildIntent}: never sent again, whatever becomes of its
+ * answer), unless the connection knows the route missing (no call). A revision it created is
+ * followed by a read of the deployment (its new latest revision, for the status and the rollout's
+ * tracking); that read failing costs only the tracking until the next lookup, never a second build.
+ */
+export async function performRebuild(
+  deps: Pick<ReconcileDeps, "resources">,
+  run: Connected,
+  {
+    decision,
+    rebuild,
+    done,
+  }: { decision: Decision; rebuild: NonNullable<Decision["rebuild"]>; done: Executed },
+  signal: AbortSignal,
+): Promise<Execution> {
+  const patched = revisionPatched(done, decision);
+  if (patched) return { ...done, rebuilt: { outcome: { kind: "written", revisionId: patched } } };
+  const { service, snapshot, rebuilds } = run.session;
+  const history = done.kind === "sent" && done.sent.history ? { history: done.sent.history } : {};
+  let written: { written: StoredResource } | undefined;
+  if (rebuilds.missing === undefined) {
+    // With the history as decided (a lost rebuild's revision seen now) and written.
+    const kept = history.history ?? decision.history;
+    const status = { ...run.obj.status, ...(kept ? { revisionHistory: kept } : {}) };
+    const sent = done.kind === "sent" ? done.sent.deployment : observedIn(decision);
+    const intent = rebuildIntent(status, sent, rebuild.requestedAt);
+    try {
+      written = { written: await deps.resources.patchStatus(run.obj, intent, signal) };
+    } catch (error) {
+      return { kind: "failed", error, ...history };
+    }
+  }
+  let outcome: Awaited<ReturnType<typeof rebuilds.rebuild>>;
+  try {
+    outcome = await rebuilds.rebuild(rebuild.deploymentId, signal);
+  } catch (error) {
+    // Refused by the service, it is pending again; cut off by the signal, it may have gone out.
+    const undone = written && !signal.aborted ? { record: intentUndone(run.obj.status ?? {}) } : {};
+    return { kind: "failed", error, ...written, ...history, ...undone };
+  }
+  if (outcome.kind !== "rebuilt") {
+    // Gone, or perhaps rebuilt: the next reconcile looks the deployment up.
+    if (outcome.kind !== "missing") snapshot.forget(rebuild.deploymentId);
+    return { ...done, ...written, rebuilt: { outcome } };
+  }
+  const deployment = await service.getById(rebuild.deploymentId, signal).catch((error: unknown) => {
+    if (signal.aborted) throw error;
+    run.log.warn({ err: loggedError(error) }, "could not read the deployment after its rebuild");
+    return undefined;
+  });
+  if (deployment) snapshot.remember(deployment);
+  else snapshot.forget(rebuild.deploymentId);
+  return { ...done, ...written, rebuilt: { outcome, deployment } };
+}
+
+/** The deployment `decided` observed, if it found one. */
+const observedIn = (decided: Decided): Deployment | undefined =>
+  decided.observed?.kind === "found" ? decided.observed.deployment : undefined;
+
+/** The revision the PATCH of `done` made, if it made one (its answer names a new latest revision). */
+function revisionPatched(done: Executed, decision: Decision): string | undefined {
+  if (done.kind !== "sent" || done.sent.revision.kind !== "patched") return undefined;
+  const before = observedIn(decision);
+  const made = done.sent.deployment.latest_revision_id;
+  return before && made && made !== before.latest_revision_id ? made : undefined;
+}
+
+/**
  * `settled` concluded on the status its rebuild's intent was written to ({@link rebuildIntent}):
  * `lastHandledRebuildAt` and `unconfirmedRebuild` as the reconcile settled them, else as `status`
  * (read before the intent) had them: a rebuild refused, or of a deployment gone, is pending again.
@@ -267,101 +349,4 @@ export function intentSettled(
       record.unconfirmedRebuild === undefined ? undone.unconfirmedRebuild : record.unconfirmedRebuild,
   };
   return { ...settled, decided: { ...settled.decided, record: full } };
-}
-
-/** What a look at the deployment makes of `status.unconfirmedRebuild` ({@link rebuildSeen}). */
-export interface RebuildSeen {
-  /** The status as the decision reads it: the rebuild's revision in its history once seen. */
-  status: Status;
-  /** `status.revisionHistory` with that revision. */
-  history?: RevisionHistoryEntry[];
-  /** The Normal event `Rebuilt` naming it. */
-  event?: DecidedEvent;
-  /**
-   * That revision is of another configuration than the spec asks now (the spec changed since the
-   * rebuild was sent: a Git revert): the operator's own change undid the spec, which is applied
-   * again as an edit is (never a drift, whatever `spec.driftPolicy`; see {@link withRebuildSeen}).
-   */
-  reapply?: true;
-}
-
-/**
- * What `observation` says of the rebuild whose answer was lost (`status.unconfirmedRebuild`):
- * nothing while the deployment's latest revision is still the one it was sent after (the service
- * may be at it still, a listing may lag: the record stays); else the record is done with (cleared
- * by {@link withRebuildSeen}), and the new latest revision is:
- * - the rebuild's, when it is of the configuration the rebuild would have built and no write of
- *   this operator made it: recorded in the history as a rebuild is, with its config's digest but
- *   none of its secrets (the answer never came: the operator does not vouch for them, so it is
- *   never redeployed), with a Normal event `Rebuilt` saying so; `externalRevisionOf` then never
- *   names it someone else's; of another configuration than the spec asks now, it undid the spec
- *   ({@link RebuildSeen.reapply});
- * - the operator's own write's (in the history, or this process's last write's answer): nothing;
- * - anyone else's, or on a deployment gone or taken over by name: nothing here
- *   (`externalRevisionOf` names it).
- */
-export function rebuildSeen(status: Status, observation: Observation): RebuildSeen | undefined {
-  const sent = status.unconfirmedRebuild;
-  if (!sent) return undefined;
-  const { deployment: d, adopted } = observation.found;
-  const latest = d?.latest_revision_id ?? undefined;
-  const ours = d !== null && !adopted && d.id === status.deploymentId;
-  if (ours && (latest === undefined || latest === sent.afterRevisionId)) return undefined;
-  if (!ours || latest === undefined || observation.ownLatest === latest) return { status };
-  if (status.revisionHistory?.some((e) => e.id === latest)) return { status };
-  if (builtHash(d.source_revision_config, d.source) !== sent.configHash) return { status };
-  const history = recordCreated(status.revisionHistory, latest, undefined, sent.configHash);
-  const asked = sent.requestedAt === undefined ? "" : ` (${sent.requestedAt})`;
-  const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT}${asked}, whose answer was lost, made revision ${latest}: the first new revision since, of the configuration it would have built; recorded as this operator's (status.revisionHistory)`;
-  const spec = configAfterPatch(d.source_revision_config, observation.desired.source_revision_config);
-  return {
-    status: { ...status, revisionHistory: history },
-    history,
-    event: { type: "Normal", reason: "Rebuilt", note },
-    ...(builtHash(spec, d.source) === sent.configHash ? {} : { reapply: true }),
-  };
-}
-
-/**
- * `decision` (made on {@link RebuildSeen.status}) with what `seen` settled: the record cleared,
- * the rebuild's revision in the history and its event said once the write succeeded. A decision
- * that fails before any write (windows that cannot be read) leaves it all to the retry. A spec
- * applied again over the rebuild's revision ({@link RebuildSeen.reapply}): its write is said as an
- * edit's, and, held by a rollout window, the spec is recorded as not applied (`appliedGeneration`
- * cleared), so that the held part is never taken for a drift.
- */
-export function withRebuildSeen(decision: Decision, seen: RebuildSeen): Decision {
-  if (decision.failed) return decision;
-  const record: StatusRecord = { ...decision.record, unconfirmedRebuild: null };
-  if (seen.reapply) record.appliedGeneration ??= null;
-  const history = seen.history ? { history: seen.history } : {};
-  const after = seen.event ? [...decision.after, seen.event] : decision.after;
-  const write = decision.write;
-  const reapplied =
-    write?.kind === "send" && seen.reapply ? { write: { ...write, reapplied: true as const } } : {};
-  return { ...decision, ...history, record, after, ...reapplied };
-}
-
-/**
- * `settled` with `status.unconfirmedRebuild` cleared when `executed` made a revision of the
- * operator's own (a create, a PATCH or a redeploy that recorded one, its answer naming a latest
- * revision other than `before`'s; a rebuild answered): a revision after it is not the lost
- * rebuild's. A write that made none (a switch of the active revision back, a redeploy pending
- * marked no longer so) leaves the record to the look that settles it. A record this reconcile
- * set or cleared stands.
- */
-export function revisionMadeSince(
-  settled: { decided: Decided; events: DecidedEvent[] },
-  executed: Executed,
-  before: Deployment | undefined,
-): { decided: Decided; events: DecidedEvent[] } {
-  const record = settled.decided.record;
-  if (record?.unconfirmedRebuild !== undefined) return settled;
-  const sent = executed.kind === "sent" ? executed.sent : undefined;
-  const made =
-    executed.kind === "created" ||
-    (sent?.history !== undefined && sent.deployment.latest_revision_id !== before?.latest_revision_id) ||
-    executed.rebuilt?.outcome.kind === "rebuilt";
-  if (!made) return settled;
-  return { ...settled, decided: { ...settled.decided, record: { ...record, unconfirmedRebuild: null } } };
 }

@@ -11,20 +11,17 @@
  * DEPLOYED once. `spec.revisionReuse` then says which references are trusted not to have moved.
  *
  * Pure. Whether any revision of the history could match at all, before a listing is read
- * (`reuseExcluded`), the one read of the listing, and the redeploy itself, are `execute.ts`'s.
- * A redeploy's own records are here ({@link redeployedFrom}, {@link recordRedeployed}, and what
- * a switch back deployed, {@link pendingConfig}), what a
+ * (`reuseExcluded`), and the one read of the listing, are `execute.ts`'s; the redeploy itself and
+ * its records, `redeploy.ts`'s. Here are what a switch back deployed ({@link pendingConfig}), what a
  * switch back pending comes to (the revision waited for, {@link switchingBack}; superseded by a
  * revision made since, {@link switchBackSuperseded}; already what a change asks,
  * {@link switchedBackTo}, {@link pendingSwitchBack}), and the plan that undoes a switch back the
  * spec no longer asks for ({@link switchBackPlan}): entered only for a redeploy, or while one
  * switched the active revision back (the callers ask {@link pendingRedeploy} first).
  */
-import { cutToLength } from "../api/printable.ts";
 import { SOURCE_REVISION_FIELDS } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import type { RevisionReusePolicy } from "../crd/spec-policies.ts";
-import { REDEPLOY_REASON_MAX_LENGTH } from "../crd/status-schema.ts";
 import type { PatchPlan } from "./plan.ts";
 import {
   configAfterPatch,
@@ -33,7 +30,6 @@ import {
   type PatchTarget,
   pendingRedeploy,
   REVISION_FIELDS,
-  type RedeployedFrom,
   type RevisionHistoryEntry,
   revisionConfigHash,
   revisionDigests,
@@ -218,29 +214,6 @@ export function reuseTarget(
     revisions,
     history: status?.revisionHistory ?? [],
   });
-}
-
-/** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
-export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
-  return { redeployedFrom: revisionId, redeployReason: cutToLength(reason, REDEPLOY_REASON_MAX_LENGTH) };
-}
-
-/**
- * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
- * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
- * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
- * and why it was redeployed (`artifact`). Unchanged when the
- * revision is not in the history (only a revision the operator created is ever redeployed).
- */
-export function recordRedeployed(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  revisionId: string,
-  at: string,
-  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> & RedeployedFrom = {},
-): RevisionHistoryEntry[] | undefined {
-  const entry = history?.find((e) => e.id === revisionId);
-  if (!history || !entry) return history ? [...history] : undefined;
-  return [{ ...entry, ...artifact, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
 }
 
 /** What a redeployed entry recorded it deployed, as a config (for `status.activeRevision`). */

@@ -4,7 +4,8 @@
  * its connection's session, and what was seen of its Secrets: `SecretsSeen`, inputs.ts, the one
  * state the steps of a reconcile share); what `observe` saw (`Observation`, with the deployment
  * as the lookup `Found` it); what `decide` made of it (`Decision`: the write, the events, the
- * status record, as data); what `execute` wrote (`Executed`); what the conclusion is drawn
+ * status record, as data); what `execute` wrote (`Executed`, or a failure after a write:
+ * `Execution`); what the conclusion is drawn
  * from (`Decided`), and the status (`StatusInput`). Types only: each step's module imports them,
  * none imports another step's code for them.
  */
@@ -15,12 +16,20 @@ import type { ExternalRevision } from "./external-revision.ts";
 import type { SecretsSeen } from "./inputs.ts";
 import type { RevisionObservation, RolloutEvidence } from "./live-revision.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
-import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type {
+  ConfigMapsPort,
+  DeploymentWrites,
+  EventsPort,
+  ResourcePort,
+  SecretsPort,
+  StoredResource,
+} from "./ports.ts";
 import type { StatusRecord, SyncOutcome } from "./reasons.ts";
-import type { RevisionHistoryEntry } from "./revision-history.ts";
+import type { PatchTarget, RevisionHistoryEntry } from "./revision-history.ts";
 import type { InheritedWindows } from "./rollout-gate.ts";
 import type { SecretDigest } from "./secret-hash.ts";
 import type { RebuildOutcome } from "./service/rebuilder.ts";
+import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { ServiceSession } from "./service/session.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 
@@ -253,6 +262,23 @@ export type Executed =
     written?: StoredResource;
   };
 
+/**
+ * What `execute` came to: what it wrote, or the failure that stopped it once something was
+ * written (`written`: the resource's version a create's or a rebuild's intent answered with;
+ * `record`: a rebuild's intent undone, the service having refused the call; `history`: what a
+ * redeploy made before the PATCH of the rest failed). A failure before any write rejects.
+ */
+export type Execution =
+  | Executed
+  | {
+      kind: "failed";
+      error: unknown;
+      written?: StoredResource;
+      history?: RevisionHistoryEntry[] | undefined;
+      /** What the failure's status records besides (a rebuild's intent undone). */
+      record?: StatusRecord;
+    };
+
 /** The rebuild asked for was the revision the write's PATCH made: no second build. */
 export interface PatchedRevision {
   kind: "written";
@@ -273,6 +299,17 @@ export type RevisionSent =
     }
   /** Redeployed before (the history's newest entry) and not live yet: nothing sent for it again. */
   | { kind: "pending"; revisionId: string };
+
+/** What `applyPatch` (execute.ts) needs: the PATCH, its target, and the calls it may make. */
+export interface ApplyPatchInput extends PatchTarget {
+  service: Pick<DeploymentWrites, "patch">;
+  redeployer: RevisionRedeployer;
+  /** RFC 3339, for `redeployedAt`. */
+  now: string;
+  signal: AbortSignal;
+  /** A rebuild was asked (`dms.dev/rebuild-requested-at`): the revision is built, never reused. */
+  build?: true;
+}
 
 /** What was sent, and what the status must now remember. */
 export interface ApplyPatchResult {

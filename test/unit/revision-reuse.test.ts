@@ -3,6 +3,7 @@ import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { RevisionReusePolicy } from "../../src/crd/spec-policies.ts";
 import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
 import { activeRevision } from "../../src/reconcile/live-revision.ts";
+import { redeployedFrom } from "../../src/reconcile/redeploy.ts";
 import {
   configAfterPatch,
   type DesiredRevision,
@@ -15,7 +16,7 @@ import {
   splitForRedeploy,
   vouchedSecretsHash,
 } from "../../src/reconcile/revision-history.ts";
-import { chooseRevision, redeployedFrom, reuseTarget } from "../../src/reconcile/revision-reuse.ts";
+import { chooseRevision, reuseTarget } from "../../src/reconcile/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";
