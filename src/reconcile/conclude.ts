@@ -1,12 +1,13 @@
 /**
  * The conclusion of a reconcile, pure: {@link settle} joins what was decided (`decide.ts`) with
- * what `execute` wrote (the write's own events first, their notes written here: what a PATCH
- * changed, a drift it corrected, a revision it redeployed); {@link evidenceAt} tells what else a
- * status needs of the service when it takes no call, or that it takes a read (`evidence.ts`: not
- * for an edit whose new revision is first seen now); {@link conclude} draws from that and the
- * evidence the status to write, the revision's event, and when to look at the resource again: the
- * reconcile's requeue policy (kube-rs's `error_policy` beside its `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts, settle's is
- * part of test/unit/decide.test.ts.
+ * what `execute` wrote (the write's own events first: the note of what a PATCH changed written
+ * here, those of a drift it corrected or a revision it redeployed in `notes.ts`);
+ * {@link evidenceAt} tells what else a status needs of the service when it takes no call, or that
+ * it takes a read (`evidence.ts`: not for an edit whose new revision is first seen now);
+ * {@link conclude} draws from that and the evidence the status to write, the revision's event, and
+ * when to look at the resource again: the reconcile's requeue policy (kube-rs's `error_policy`
+ * beside its `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts,
+ * settle's is part of test/unit/decide.test.ts.
  */
 
 import { connectionLabel } from "../crd/conventions.ts";
@@ -24,7 +25,7 @@ import {
   type RolloutEvidence,
   rolloutState,
 } from "./live-revision.ts";
-import { changedFields } from "./notes.ts";
+import { driftCorrectedNote, redeploySaid } from "./notes.ts";
 import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
@@ -32,16 +33,7 @@ import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import { intentSettled, withRebuild } from "./rebuild.ts";
 import { pendingRedeploy } from "./revision-history.ts";
 import { switchingBack } from "./revision-reuse.ts";
-import type {
-  Connected,
-  Decided,
-  DecidedEvent,
-  DecideSpec,
-  Decision,
-  Executed,
-  RevisionSent,
-  Run,
-} from "./run.ts";
+import type { Connected, Decided, DecidedEvent, DecideSpec, Decision, Executed, Run } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
 import { statusFrom } from "./status.ts";
 import { revisionMadeSince } from "./unconfirmed-rebuild.ts";
@@ -92,7 +84,6 @@ function settleWrite(
     ...(sent.known ? { known: sent.known } : {}),
   };
   const events: DecidedEvent[] = [];
-  let message: string | undefined;
   const { revision } = sent;
   // Someone changed the service since this spec was applied: the event names the fields, never
   // the values someone else set, and the change is counted (never the operator's own rebuild's).
@@ -100,15 +91,10 @@ function settleWrite(
     !write.back &&
     !write.reapplied &&
     updateReason({ ...spec, status }, sending, write.adopted) === "DriftCorrected";
-  if (revision.kind === "redeployed") {
-    const how = `redeployed revision ${revision.revisionId}, its own, instead of building one (no build)`;
-    events.push(
-      corrected
-        ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(sending, how) }
-        : { type: "Normal", reason: "Redeployed", note: redeployedNote(revision, sending) },
-    );
-    message = `redeployed revision ${revision.revisionId} (no build): ${revision.reason}`;
-  } else if (
+  // A redeploy says itself, in its event and in Synced's message (notes.ts).
+  const redeployed = revision.kind === "redeployed" ? redeploySaid(revision, sending, corrected) : undefined;
+  if (redeployed) events.push(redeployed.event);
+  else if (
     !write.back &&
     (revision.kind !== "pending" || sending.changes.some((c) => c.group !== "source_revision_config"))
   ) {
@@ -121,8 +107,8 @@ function settleWrite(
   }
   const counted = corrected && events.some((e) => e.reason === "DriftCorrected");
   const changes = counted ? { externalChanges: [...(externalChanges ?? []), "fields" as const] } : {};
-  const said =
-    message !== undefined && write.redeployMessage ? { outcome: { kind: "synced", message } as const } : {};
+  const message = write.redeployMessage ? redeployed?.message : undefined;
+  const said = message !== undefined ? { outcome: { kind: "synced", message } as const } : {};
   // An empty secrets list the service answered with its secrets kept: it reads such a list as
   // "unchanged". Said now; the next plans send it no more (plan-secrets.ts).
   const kept = sending.body.secrets?.length === 0 ? sent.deployment.secrets.map((s) => s.name) : [];
@@ -152,27 +138,6 @@ export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: 
   if (adopted) return "Updated";
   const secretsOnly = decision.changes.every((c) => c.group === "secrets");
   return generationApplied(obj) && !secretsOnly ? "DriftCorrected" : "Updated";
-}
-
-/**
- * Note of the `DriftCorrected` event: the fields that differed from the spec (never their values,
- * which someone else set), and how they were put back (`how`: a PATCH, or a redeploy).
- */
-function driftCorrectedNote(decision: PatchPlan, how?: string): string {
-  const revision = decision.newRevision ? " (new revision)" : "";
-  const fields = changedFields(decision.changes).join(", ");
-  return `put back a change made outside this resource: ${fields} differed from the spec${how === undefined ? revision : ""}; ${how ?? "the spec's values sent"}`;
-}
-
-/** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
-function redeployedNote(sent: Extract<RevisionSent, { kind: "redeployed" }>, decision: PatchPlan): string {
-  const how =
-    sent.behaviour === "new-revision"
-      ? `the service made revision ${sent.live} from it`
-      : "the service switches the active revision back to it";
-  const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
-  const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
-  return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
 }
 
 /** What the service said of the observed deployment's latest revision and its rollout. */

@@ -1,10 +1,11 @@
 /**
  * What the reconciler tells people outside the steps that say it: the notes of the events of an
- * adoption, a create, a revision made elsewhere, a name conflict, a deployment not owned, the
- * lines of an ObserveOnly drift report and the drift `spec.driftPolicy: Report` says, with the
- * plan it leaves (nothing sent for it); whether `Synced` says a message already, alone or beside
- * another; and the recording of an event by a step that records its own (cleanup, the
- * observation's warning, the export). The notes of a PATCH's events are `settle`'s (conclude.ts).
+ * adoption, a create, a revision made elsewhere, a drift corrected, a redeploy (with what it says
+ * in `Synced`), a name conflict, a deployment not owned, the lines of an ObserveOnly drift report
+ * and the drift `spec.driftPolicy: Report` says, with the plan it leaves (nothing sent for it);
+ * whether `Synced` says a message already, alone or beside another; and the recording of an event
+ * by a step that records its own (cleanup, the observation's warning, the export). The note of a
+ * PATCH's `Updated` event, what an edit says, is `settle`'s (conclude.ts).
  * Pure but {@link recordEvent}; never a secret value (the planner's summaries hold none).
  */
 
@@ -12,6 +13,7 @@ import { claimedName } from "./inputs.ts";
 import type { FieldChange, NoopPlan, PatchPlan, Plan } from "./plan.ts";
 import type { EventsPort, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
+import type { DecidedEvent, RevisionSent } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** Note of the `Created` event. */
@@ -43,6 +45,44 @@ export function externalRevisionNote(
       ? `ref ${repoRef}${commit ? ` at ${commit}` : ""}`
       : (commit ?? "what the service does not say");
   return `revision ${revision.id} of the service's deployment ${deploymentId} was not created by this operator (the service's UI, langgraph deploy, another tool): it deployed ${what}; ${follows}`;
+}
+
+/**
+ * Note of the `DriftCorrected` event: the fields that differed from the spec (never their values,
+ * which someone else set), and how they were put back (`how`: a PATCH, or a redeploy).
+ */
+export function driftCorrectedNote(decision: PatchPlan, how?: string): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  const fields = changedFields(decision.changes).join(", ");
+  return `put back a change made outside this resource: ${fields} differed from the spec${how === undefined ? revision : ""}; ${how ?? "the spec's values sent"}`;
+}
+
+/** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
+function redeployedNote(sent: Extract<RevisionSent, { kind: "redeployed" }>, decision: PatchPlan): string {
+  const how =
+    sent.behaviour === "new-revision"
+      ? `the service made revision ${sent.live} from it`
+      : "the service switches the active revision back to it";
+  const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
+  const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
+  return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
+}
+
+/**
+ * What a redeploy of `sent` says (`settle`, conclude.ts): its event, `DriftCorrected` when it put
+ * back a change made outside the resource (`corrected`), else `Redeployed`; and the `Synced`
+ * message naming the revision and why it was redeployed.
+ */
+export function redeploySaid(
+  sent: Extract<RevisionSent, { kind: "redeployed" }>,
+  decision: PatchPlan,
+  corrected: boolean,
+): { event: DecidedEvent; message: string } {
+  const how = `redeployed revision ${sent.revisionId}, its own, instead of building one (no build)`;
+  const event: DecidedEvent = corrected
+    ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(decision, how) }
+    : { type: "Normal", reason: "Redeployed", note: redeployedNote(sent, decision) };
+  return { event, message: `redeployed revision ${sent.revisionId} (no build): ${sent.reason}` };
 }
 
 /** Message of the NameConflict condition and event. */
