@@ -57,6 +57,12 @@ export function followCache<C extends FollowedResource>(moves: RingMoves, o: Fol
       const obj = get(key);
       return obj !== undefined && claimants(obj).length > 1;
     },
+    othersKeys: () =>
+      cache
+        .list()
+        .filter((obj) => !own(obj))
+        .map(keyOfMeta),
+    anyClaimOf: (key) => (get(key) ? o.claimOf(parseObjectKey(key)) : undefined),
   });
   const refresh = (obj: C, deleted: boolean) => {
     if (deleted) moves.forget(keyOfMeta(obj));

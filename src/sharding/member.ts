@@ -216,6 +216,12 @@ export class ShardMember {
     return writes;
   }
 
+  /** The keys with a reconcile running or a write that may still run at the service. */
+  busyKeys(): string[] {
+    this.mayRunUntil();
+    return [...new Set([...this.#inFlight.keys(), ...this.#mayRun.keys()])].filter((k) => k !== "");
+  }
+
   /** True once the Lease has been held (the replica is in the ring). */
   get holding(): boolean {
     return this.#holding;

@@ -8,7 +8,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { keyOfMeta, parseObjectKey } from "../runtime/queue-records.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, handoverTo, mayLetGo, OWNER_LABEL } from "./labels.ts";
-import { FENCE_MARGIN_MS, ShardMember } from "./member.ts";
+import { FENCE_MARGIN_MS, HOLD_RECHECK_MS, ShardMember } from "./member.ts";
 import { heldByReplica, released, takenBySharder } from "./membership.ts";
 import { encodeMovingBy, ringOf } from "./moving-by.ts";
 import { LABELS_UNHEARD_MS, podOfIdentity, type Release } from "./release.ts";
@@ -46,8 +46,8 @@ export interface HandOffs {
   moves: RingMoves;
   /** The ring this replica moves its own resources by, as its Lease shows it. */
   view(): ReturnType<typeof ringOf>;
-  /** Whether no reconcile or write of `key` may still run. */
-  quiet(key: string): boolean;
+  /** The release to write on this replica's Lease now, if any (`RingMoves.announce`). */
+  announce(): Release | undefined;
   /** Looked at again on every Lease event and when the leader changes (see `view`). */
   agree(): void;
 }
@@ -61,10 +61,13 @@ export function replicaHandOffs(o: HandOffOptions): HandOffs {
     owned: (key) => {
       const obj = o.cache()?.get(parseObjectKey(key));
       if (!obj) return undefined;
-      // Labelled for another replica: inherited from a dead one (only those are in the cache),
-      // whose drain label nobody answers (the sharder labels the resource for this replica).
+      // Labelled for another replica: inherited from a dead one or released to this one as it
+      // joined (only those are in the cache), whose drain label nobody answers (the sharder or
+      // that owner labels the resource for this replica). Held while this replica's own release
+      // gives it to its heir, which reconciles it the moment that label lands.
       const labels = obj.metadata.labels;
-      if (labels?.[OWNER_LABEL] !== name) return { drain: false };
+      if (labels?.[OWNER_LABEL] !== name)
+        return moves.passesOn(key) ? { drain: false, holdMs: HOLD_RECHECK_MS } : { drain: false };
       if (labels[DRAIN_LABEL] !== undefined || moves.stopped(key, obj.metadata.resourceVersion))
         return { drain: true };
       // A younger rival of a claim handed over a moment ago waits (see `ring-moves.ts`).
@@ -217,5 +220,6 @@ export function replicaHandOffs(o: HandOffOptions): HandOffs {
       );
   };
   leases.subscribe({ onAdd: agree, onUpdate: agree, onDelete: agree });
-  return { member, moves, view, quiet, agree };
+  const announce = () => moves.announce(quiet, member.busyKeys());
+  return { member, moves, view, announce, agree };
 }

@@ -64,7 +64,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     o.labelPolicy !== undefined,
   );
   let enqueue: ((key: string) => void) | undefined;
-  const { member, moves, view, quiet, agree } = replicaHandOffs({
+  const { member, moves, view, announce, agree } = replicaHandOffs({
     name,
     leases,
     leaseDurationMs: le.leaseDurationMs,
@@ -126,7 +126,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           name,
           undefined,
           view,
-          () => moves.announce(quiet),
+          announce,
           () => heirs?.holding() ?? [],
           () => membership.fingerprint,
         ),

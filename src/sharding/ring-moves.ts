@@ -55,6 +55,13 @@ export interface RingMovesCache {
   created(key: string): number;
   /** Whether another cached resource claims what `key` claims. */
   hasRivals(key: string): boolean;
+  /**
+   * The keys of the cached resources labelled for another replica, reconciled here for it (a dead
+   * replica's share inherited, or a live one's released to this replica).
+   */
+  othersKeys(): Iterable<string>;
+  /** The claim of the cached resource `key`, whichever replica it is labelled for; undefined when not cached. */
+  anyClaimOf(key: string): string | undefined;
 }
 
 /** Options of {@link RingMoves}. */
@@ -196,9 +203,14 @@ export class RingMoves {
   /**
    * The release to write on this replica's Lease now, if any: once every released resource here is
    * `quiet` (no reconcile of it runs, none of its writes may still run at the service), and for as
-   * long as one is labelled for this replica. The release ends here once none is.
+   * long as one is labelled for this replica. The release ends here once none is. Released here
+   * are also the resources reconciled for another replica that the release's ring gives its heir
+   * ({@link passesOn}): they join this replica's share by another's label write, and the heir
+   * reconciles each one the moment it does. `busy` are the keys with a reconcile running or a
+   * write that may still run: one the cache does not show (between two watches, or just deleted)
+   * may be one of them, and is waited for too.
    */
-  announce(quiet: (key: string) => boolean): Release | undefined {
+  announce(quiet: (key: string) => boolean, busy: Iterable<string> = []): Release | undefined {
     const r = this.#release;
     const cache = this.#cache;
     if (r === undefined || cache === undefined) return r?.quietAt !== undefined ? r.release : undefined;
@@ -213,6 +225,8 @@ export class RingMoves {
       return undefined;
     }
     if (r.quietAt === undefined) {
+      for (const key of cache.othersKeys()) if (this.passesOn(key) && !quiet(key)) return undefined;
+      for (const key of busy) if (cache.anyClaimOf(key) === undefined) return undefined;
       r.quietAt = this.#o.now();
       // Their hand-overs (the labels, in the background) may be written from now on.
       for (const key of cache.ownKeys()) if (this.#released(key, r.release, cache)) this.#o.changed(key);
@@ -229,6 +243,21 @@ export class RingMoves {
     const cache = this.#cache;
     if (r === undefined || cache === undefined || !this.#released(key, r.release, cache)) return undefined;
     return { release: r.release, quietAt: r.quietAt };
+  }
+
+  /**
+   * Whether the cached resource `key`, labelled for another replica and reconciled here for it,
+   * is one this replica's release gives its heir: not reconciled here while the release lasts (see
+   * {@link announce}).
+   */
+  passesOn(key: string): boolean {
+    const release = this.#release?.release;
+    const claim = release === undefined ? undefined : this.#cache?.anyClaimOf(key);
+    return (
+      release !== undefined &&
+      claim !== undefined &&
+      heirOf(claim, release.ring, this.#o.seed()) === release.heir
+    );
   }
 
   #released(key: string, release: Release, cache: RingMovesCache): boolean {

@@ -15,6 +15,8 @@ export function cacheOf(
     // Rivals (`ns/x…`) are younger than the others (`ns/r…`).
     created: (key) => (key.includes("/x") ? 2 : 1),
     hasRivals: (key) => keys.some((k) => k !== key && claimOf(k) === claimOf(key)),
+    othersKeys: () => [],
+    anyClaimOf: claimOf,
   };
 }
 
