@@ -23,7 +23,7 @@ export type LogType = (typeof LOG_TYPES)[number];
 /** `run --log-format` values (src/runtime/log.ts `LOG_FORMATS`). */
 export const LOG_FORMATS = ["json", "console"] as const;
 
-/** `run --max-connections-per-namespace`'s default (src/connection/registry.ts). */
+/** `run --max-connections-per-namespace`'s default (src/connection/namespace-bound.ts). */
 export const DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE = 20;
 
 /** The annotations the verbs set (src/crd/schema.ts). */

@@ -5,8 +5,10 @@
  * ({@link createdHistory}), and what the answered create makes of the decision
  * ({@link settleCreated}: its intent fulfilled in the same status write); before all that, what
  * the decision makes of a create planned ({@link decideCreate}: held while an earlier create may
- * not be listed yet, {@link pendingCreateSince}). Entered only when `decide` planned a create;
- * `decide`, `execute.ts` and `settle` (conclude.ts) hand it that case.
+ * not be listed yet, {@link pendingCreateSince}). Entered only when `decide` planned a create
+ * (`decide`, `execute.ts` and `settle`, conclude.ts, hand it that case), and at a deletion that
+ * finds no deployment: `cleanup.ts` asks {@link pendingCreateSince} whether a create of its own
+ * may not be listed yet.
  */
 import { formatTime } from "../crd/conventions.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";

@@ -115,7 +115,7 @@ export interface StatusRecord {
   lastHandledReconcileAt?: string | null;
   lastHandledRolloutNow?: string | null;
   lastHandledRebuildAt?: string | null;
-  /** A rebuild whose answer was lost, until a new revision says what it came to (`rebuild.ts`). */
+  /** A rebuild whose answer was lost, until a new revision says what it came to (`unconfirmed-rebuild.ts`). */
   unconfirmedRebuild?: NonNullable<DeploymentResourceStatus["unconfirmedRebuild"]> | null;
   /** The generation whose spec was applied in full (see `generationApplied`, decide.ts). */
   appliedGeneration?: number | null;

@@ -69,7 +69,7 @@ export interface RebuildDecision {
  * A pending `dms.dev/rebuild-requested-at` on the deployment `deploymentId`:
  * - the write makes a new revision itself (`newRevision`): that revision is the one asked for,
  *   and the request is handled (no second build); a PATCH that may make one (new secret values,
- *   which the service may not show) is looked at once answered (`execute.ts`);
+ *   which the service may not show) is looked at once answered ({@link performRebuild});
  * - the connection's service has no rebuild route: refused (Synced=False, Stalled,
  *   {@link REASON.RebuildRouteMissing}, an event the first time; a drift `reported` beside it is
  *   named in the same message, see {@link refusal}), nothing else written for it,

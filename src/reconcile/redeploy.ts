@@ -21,7 +21,7 @@ export function redeployedFrom(revisionId: string, reason: string): RedeployedFr
 /**
  * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
  * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
- * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
+ * it stands for what the spec asks to be live (`pendingRedeploy`, revision-history.ts), with what it deployed
  * and why it was redeployed (`artifact`). Unchanged when the
  * revision is not in the history (only a revision the operator created is ever redeployed).
  */

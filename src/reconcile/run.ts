@@ -181,7 +181,7 @@ export interface StatusInput {
   /** A revision the operator did not create, seen now (`externalRevisionOf`, external-revision.ts). */
   externalRevision?: ExternalRevision | undefined;
   /**
-   * `observed` is `null` for a create answered and not listed yet (decide.ts): the deployment is
+   * `observed` is `null` for a create answered and not listed yet (`decideCreate`, create.ts): the deployment is
    * not gone, and what the operator recorded of it (its revisions, its active one) is kept.
    */
   createdUnlisted?: boolean | undefined;

@@ -2,9 +2,9 @@
  * Rebuilds on demand through one connection (`dms.dev/rebuild-requested-at`): one call to the
  * service's rebuild route (POST /v2/deployments/{deployment_id}/revisions, body `{}`), outside
  * the shared spec, never repeated when its answer was lost (`unconfirmed`: it may have built; a
- * call cut off by its signal rejects, and the intent `execute.ts` wrote before it stands). A
+ * call cut off by its signal rejects, and the intent `performRebuild` (rebuild.ts) wrote before it stands). A
  * service without the route (404/405) is remembered for the connection, with
- * one log line: every later request is refused without asking again (`decide.ts` says so).
+ * one log line: every later request is refused without asking again (`decideRebuild`, rebuild.ts, says so).
  */
 import type { Logger } from "pino";
 import { RebuildRouteMissingError } from "../../api/client.ts";
