@@ -9,8 +9,11 @@
  *   the next resync or spec change looks again.
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
  * - 429: retried no sooner than the service's Retry-After.
- * - 5xx, timeouts, lost connections: retried with backoff and jitter. A 5xx's condition names its call
- *   and status; its answer, which may differ at every attempt, is the Warning event's (and the log's).
+ * - 5xx, timeouts, lost connections: retried with backoff and jitter.
+ * - A 401/403, 409/404, 429 or 5xx: the condition names the call and its status, and what to do;
+ *   the service's answer, which may differ at every attempt (a gateway's or a WAF's request id or
+ *   time, a countdown), is the Warning event's (and the log's), so a retry failing the same way
+ *   writes no status.
  * - An answer larger than the operator accepts (`too_large`): `ResponseTooLarge`, retried with
  *   backoff (the server may mend, and a larger `--max-response-bytes` needs a restart anyway).
  * - 409 on create because a tracing project of that name remains (`NameReserved`, see
@@ -120,7 +123,17 @@ function pauseAskedOf(error: unknown): number | undefined {
 function serviceFailure(error: ServiceError, clean: (text: string) => string): Failure {
   // The status code is what a user searches the service's documentation for.
   const answered = error.status === undefined ? "" : ` answered ${error.status}`;
-  const message = clean(`${error.method} ${error.route}${answered}: ${error.detail}`);
+  const call = `${error.method} ${error.route}${answered}`;
+  const message = clean(`${call}: ${error.detail}`);
+  // The condition says `head`, names the call and its status, then `tail`: the same while the
+  // failure lasts, so a retry (or the connection's next listing) failing the same way writes no
+  // status. The answer, which may differ at every attempt (a gateway's or a WAF's request id or
+  // time, a countdown), is the Warning event's.
+  const quoting = (reason: string, head: string, tail: string): Failure => ({
+    outcome: failed(reason, clean(`${head}: ${call} (the Warning event quotes its answer); ${tail}`)),
+    rethrow: new Error(message),
+    note: `${head}: ${message}`,
+  });
   switch (error.kind) {
     case "invalid":
     case "rejected":
@@ -129,25 +142,19 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
         rethrow: new TerminalError(message),
       };
     case "unauthorized":
-      return {
-        outcome: failed(
-          REASON.Unauthorized,
-          `the service refused the operator's credentials (check the API key and tenant): ${message}`,
-        ),
-        rethrow: new Error(message),
-      };
-    case "rate_limited": {
-      const retryAfterMs = (error.retryAfterSeconds ?? 1) * 1000;
-      // As a 5xx's: the answer often counts down ("try again in 37 seconds") or names a request
-      // id, so the condition names the call and its status and the Warning event quotes it.
-      const limited = clean(
-        `the service is rate limiting: ${error.method} ${error.route}${answered} (the Warning event quotes its answer); retried no sooner than its Retry-After`,
+      return quoting(
+        REASON.Unauthorized,
+        "the service refused the operator's credentials (check the API key and tenant)",
+        "tried again until it accepts them",
       );
-      return {
-        outcome: failed(REASON.RateLimited, limited),
-        rethrow: Object.assign(new Error(message), { retryAfterMs }),
-        note: `the service is rate limiting: ${message}`,
-      };
+    case "rate_limited": {
+      const limited = quoting(
+        REASON.RateLimited,
+        "the service is rate limiting",
+        "retried no sooner than its Retry-After",
+      );
+      const retryAfterMs = (error.retryAfterSeconds ?? 1) * 1000;
+      return { ...limited, rethrow: Object.assign(new Error(message), { retryAfterMs }) };
     }
     case "too_large":
       return {
@@ -158,20 +165,15 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
     case "not_found":
       // The service's state moved (a name taken meanwhile, a deployment deleted): the retry looks
       // again; reporting it keeps a conflict that persists from hiding behind silent retries.
-      return {
-        outcome: failed(REASON.ReconcileError, `the service's state changed; looking again: ${message}`),
-        rethrow: new Error(message),
-      };
+      return quoting(REASON.ReconcileError, "the service's state changed", "looking again");
     case "unavailable": {
       // Not sent at all (a closed client, a shard Lease not current): the operator's own words,
       // which say why and are the same at every attempt, are the condition's.
       if (error.status === undefined)
         return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };
-      // The condition names the call and its status, the same while the outage lasts, so a retry
-      // (or the connection's next listing) failing the same way writes nothing; the Warning
-      // event quotes the answer.
+      // As `quoting`'s, with no head: the call and its status, then what failed.
       const unavailable = clean(
-        `${error.method} ${error.route}${answered}: the service, or a gateway in front of it, failed (the Warning event quotes its answer); retried until it answers`,
+        `${call}: the service, or a gateway in front of it, failed (the Warning event quotes its answer); retried until it answers`,
       );
       return {
         outcome: failed(REASON.ServiceUnavailable, unavailable),

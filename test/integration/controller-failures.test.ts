@@ -87,6 +87,24 @@ function syncedFalse(s: Scenario, name: string, reason: string, timeoutMs?: numb
   );
 }
 
+/**
+ * Resource `name`, created while every listing is answered `status` with a request id of its own
+ * (`gatewayAnswers`), once it is Synced=False for `reason` and two more passes whose listing failed
+ * so reconciled it; checks that they wrote nothing: the same resourceVersion.
+ */
+async function failingAtEveryListing(s: Scenario, name: string, status: number, reason: string) {
+  s.sim.faults.set({ gatewayAnswers: true, errors: [{ status, rate: 1, route: "GET /v2/deployments" }] });
+  await s.user.create(s.namespace, name, spec);
+  const failing = await syncedFalse(s, name, reason);
+  // Each pass begins once the last one's reconciles ended: two passes whose listing failed, and
+  // the resource enqueued by each, reconciled.
+  await waitForPasses(s.sim, 2, Date.now(), { timeoutMs: 30_000 });
+  await waitIdle(s.op);
+  const now = await s.user.get(s.namespace, name);
+  expect(now?.metadata.resourceVersion).toBe(failing.metadata.resourceVersion);
+  return now;
+}
+
 /** Resource `name` once the spec change made after its creation (generation 2) is applied. */
 function appliedChange(s: Scenario, name: string, description: string, timeoutMs?: number) {
   return s.user.waitFor(
@@ -180,19 +198,19 @@ describe("controller: service failures", () => {
 
   it("5xx whose answer differs at every listing (a gateway's request id): the status written once, not at every listing", async () => {
     const s = await scenarios.start("ctl-5xx-ids");
-    s.sim.faults.set({
-      gatewayAnswers: true,
-      errors: [{ status: 503, rate: 1, route: "GET /v2/deployments" }],
-    });
-    await s.user.create(s.namespace, "gateway", spec);
-    const failing = await syncedFalse(s, "gateway", "ServiceUnavailable");
-    // Each pass begins once the last one's reconciles ended: two passes whose listing failed, and
-    // the resource enqueued by each, reconciled.
-    await waitForPasses(s.sim, 2, Date.now(), { timeoutMs: 30_000 });
-    await waitIdle(s.op);
-    const now = await s.user.get(s.namespace, "gateway");
-    expect(now?.metadata.resourceVersion).toBe(failing.metadata.resourceVersion);
+    const now = await failingAtEveryListing(s, "gateway", 503, "ServiceUnavailable");
     expect(conditionOf(now, "Synced")?.message).toMatch(/^GET \/v2\/deployments answered 503: /);
+  });
+
+  it("403 whose answer differs at every listing (a gateway's or WAF's request id): the status written once, the Warning quotes the answer", async () => {
+    const s = await scenarios.start("ctl-403-ids");
+    const now = await failingAtEveryListing(s, "waf", 403, "Unauthorized");
+    const said = conditionOf(now, "Synced")?.message ?? "";
+    expect(said).toContain("check the API key and tenant");
+    expect(said).toContain("GET /v2/deployments answered 403");
+    expect(said).not.toContain("request id");
+    const warning = await s.user.waitForEvent(s.namespace, "waf", "Unauthorized");
+    expect(warning.note).toMatch(/answered 403: Forbidden \(request id \d+\)/);
   });
 
   it("timeouts: reported with the limit, said once and retried with the listing, healed after", async () => {
@@ -233,14 +251,16 @@ describe("controller: service failures", () => {
     expect(s.sim.store.list().filter((d) => d.name === "hung")).toHaveLength(1);
   });
 
-  it("409 on every PATCH: reported with the service's detail and retried until it clears", async () => {
+  it("409 on every PATCH: reported with the call and its status, the Warning quoting the service's answer, and retried until it clears", async () => {
     const s = await scenarios.start("ctl-409");
     await patchedIntoFault(s, "contended", { count: 1_000, status: 409 });
 
     const failing = await syncedFalse(s, "contended", "ReconcileError");
     expect(conditionOf(failing, "Synced")?.message).toContain(`${PATCH} answered 409`);
     expect(hasCondition(failing, "Reconciling", "True", "ReconcileError")).toBe(true);
-    expect((await s.user.waitForEvent(s.namespace, "contended", "ReconcileError")).type).toBe("Warning");
+    const warning = await s.user.waitForEvent(s.namespace, "contended", "ReconcileError");
+    expect(warning.type).toBe("Warning");
+    expect(warning.note).toContain(`${PATCH} answered 409: Conflict`);
 
     s.sim.faults.clear();
     await appliedChange(s, "contended", "applied once the conflict cleared", 30_000);

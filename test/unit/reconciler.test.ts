@@ -4,6 +4,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
+import { MAX_MESSAGE_LENGTH } from "../../src/crd/conventions.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_REBUILD_REQUESTED_AT,
@@ -883,8 +884,10 @@ const cases: Case[] = [
       expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
       expect(note).toContain("deployment is busy");
       expect(note.endsWith(command)).toBe(true);
+      // The condition names the call and its status; the answer is the note's.
       const synced = messageOf(w.resources.stored(REF), "Synced") ?? "";
-      expect(synced).toContain("é".repeat(900));
+      expect(synced).toContain("DELETE /v2/deployments/{deployment_id} answered 409");
+      expect(synced).not.toContain("deployment is busy");
       expect(synced.endsWith(command)).toBe(true);
     },
   },
@@ -2239,6 +2242,21 @@ describe("DeploymentReconciler: failure evidence", () => {
   });
 });
 
+/**
+ * The status writes of a resource of a connection whose listing is answered `status` at each of
+ * four passes, with `answer(attempt)` each time, after the first pass's.
+ */
+async function writesAtEveryListing(w: World, status: number, answer: (attempt: number) => string) {
+  await failedListing(w);
+  for (const attempt of [1, 2, 3, 4]) {
+    if (attempt === 2) w.resources.writes.patchStatus = 0;
+    w.service.failNext("listAll", { status, detail: answer(attempt) });
+    await w.snapshot.refresh(new AbortController().signal).catch(() => {});
+    await w.reconcile().catch(notRetried);
+  }
+  return w.resources.writes.patchStatus;
+}
+
 describe("a 5xx whose answer differs at every attempt (a gateway's request id or time)", () => {
   const gateway = (attempt: number) =>
     `<html><body>502 Bad Gateway: upstream reset (request id 9f${attempt}c41, 2030-01-01T00:00:0${attempt}Z)</body></html>`;
@@ -2296,16 +2314,76 @@ describe("a 5xx whose answer differs at every attempt (a gateway's request id or
 
   it("a connection's listing failing so at every pass: its resources write nothing after the first", async () => {
     const w = world();
-    await failedListing(w, gateway(1));
-    await w.reconcile().catch(notRetried);
-    w.resources.writes.patchStatus = 0;
-    for (const attempt of [2, 3, 4]) {
-      w.service.failNext("listAll", { status: 503, detail: gateway(attempt) });
-      await w.snapshot.refresh(new AbortController().signal).catch(() => {});
-      await w.reconcile().catch(notRetried);
-    }
-    expect(w.resources.writes.patchStatus).toBe(0);
+    expect(await writesAtEveryListing(w, 503, gateway)).toBe(0);
     expect(conditions(w.resources.stored(REF))).toMatchObject(retryingFor("ServiceUnavailable"));
+  });
+});
+
+describe("a 401/403, 409 or 404 whose answer differs at every attempt (a gateway's or WAF's request id)", () => {
+  const waf = (attempt: number, secret = "") =>
+    `<html><body>Request blocked ${secret}(request id 7c${attempt}e02, 2030-01-01T00:00:0${attempt}Z)</body></html>`;
+
+  /** A settled resource whose next PATCH is answered `status` at each of `attempts`, each answer its own. */
+  async function refusedPatches(status: number, attempts: number[], detail = (a: number) => waf(a)) {
+    const w = world();
+    await settledWithSecret(w);
+    w.resources.edit(REF, (o) => {
+      o.spec.sourceConfig = { customUrl: "https://new.example" };
+    });
+    const writes: number[] = [];
+    for (const attempt of attempts) {
+      w.service.failNext("patch", { status, detail: detail(attempt) });
+      await expect(w.reconcile()).rejects.toThrow(`${status}`);
+      writes.push(w.resources.writes.patchStatus);
+    }
+    return { w, writes };
+  }
+
+  it("a 403 naming a request id: a retry writes no status; the condition says what to check, each Warning quotes its answer", async () => {
+    const { w, writes } = await refusedPatches(403, [1, 2, 3]);
+    expect(writes[2]).toBe(writes[0]);
+    const said = messageOf(w.resources.stored(REF), "Synced") ?? "";
+    expect(said).toContain("check the API key and tenant");
+    expect(said).toContain("PATCH /v2/deployments/{deployment_id} answered 403");
+    expect(said).not.toContain("request id");
+    expect(w.events.all.filter((e) => e.reason === "Unauthorized").map((e) => e.note)).toEqual(
+      [1, 2, 3].map((attempt) => expect.stringContaining(`request id 7c${attempt}e02`)),
+    );
+  });
+
+  it("a 401's answer in the Warning event is redacted and cut as the condition's was", async () => {
+    const long = (a: number) => `${waf(a, `${SETTLED_SECRET.value} `)}${"é".repeat(MAX_MESSAGE_LENGTH)}`;
+    const { w } = await refusedPatches(401, [1], long);
+    const note = w.events.all.find((e) => e.reason === "Unauthorized")?.note ?? "";
+    expect(note).toContain("Request blocked *** (request id 7c1e02");
+    // Cut to a condition's length (give or take the words around the answer); the recorder cuts
+    // it to an Event's 1,024 bytes.
+    expect(note.endsWith("é…")).toBe(true);
+    expect(note.length).toBeLessThan(MAX_MESSAGE_LENGTH + 100);
+    expect(JSON.stringify(w.resources.stored(REF)) + JSON.stringify(w.events.all)).not.toContain(
+      SETTLED_SECRET.value,
+    );
+  });
+
+  it.each([409, 404])(
+    "a %i naming a request id: a retry writes no status, each Warning quotes its answer",
+    async (status) => {
+      const { w, writes } = await refusedPatches(status, [1, 2, 3]);
+      expect(writes[2]).toBe(writes[0]);
+      const said = messageOf(w.resources.stored(REF), "Synced") ?? "";
+      expect(said).toContain(`PATCH /v2/deployments/{deployment_id} answered ${status}`);
+      expect(said).toContain("looking again");
+      expect(said).not.toContain("request id");
+      expect(w.events.all.filter((e) => e.reason === "ReconcileError").map((e) => e.note)).toEqual(
+        [1, 2, 3].map((attempt) => expect.stringContaining(`request id 7c${attempt}e02`)),
+      );
+    },
+  );
+
+  it("a connection's listing refused (401) so at every pass: its resources write nothing after the first", async () => {
+    const w = world();
+    expect(await writesAtEveryListing(w, 401, waf)).toBe(0);
+    expect(conditions(w.resources.stored(REF))).toMatchObject(retryingFor("Unauthorized"));
   });
 });
 
