@@ -230,6 +230,19 @@ export function pathListing(figures: PathFigures): string[] {
   return lines;
 }
 
+/**
+ * What would stay of the path were every function an edit never enters taken out of its file
+ * (see `unentered-functions.ts` for the method): a bound on what moving code alone could reach.
+ */
+export interface UnenteredOut {
+  /** The lines that would stay, all files together. */
+  lines: number;
+  /** The fewest files of at most LONG_FILE_LINES lines that could hold them, each folder apart. */
+  fewestFiles: number;
+  /** By folder (`.` for the top of `src/`): the lines that would stay and the fewest files. */
+  byFolder: Record<string, { lines: number; files: number }>;
+}
+
 /** One run as the JSON keeps it (its lines measured since the runs after `3d1f4a7`). */
 export interface PathRun extends Omit<PathFigures, "lines" | "fewestFiles"> {
   lines?: number;
@@ -247,6 +260,8 @@ export interface PathRun extends Omit<PathFigures, "lines" | "fewestFiles"> {
   filesByEdit?: Record<string, number>;
   /** Files that ran in half of the windows or fewer (see {@link pathOfEdits}): not counted. */
   beside?: Array<{ file: string; edits: number }>;
+  /** Were every function an edit never enters taken out (see {@link UnenteredOut}); older runs do not say. */
+  unenteredOut?: UnenteredOut;
 }
 
 /** The report file: the goal and the runs, one per commit (a run of the same commit replaces it). */

@@ -8,7 +8,9 @@
  * three: a timer of the operator's that fell in one window is listed apart, as beside the path.
  * Beside the count, the lines: of the path's files together (and so the fewest files of 400 lines
  * that could hold them, what merging alone could reach), and of them, the lines of the functions
- * that ran in some window, which is how much of that code an edit runs.
+ * that ran in some window, which is how much of that code an edit runs; and a bound: the lines
+ * that would stay were every function an edit never enters taken out of its file, and the fewest
+ * files of 400 lines each folder could hold them in (`unentered-functions.ts` says how).
  *
  * The operator runs from its sources (`node src/cli.ts run`, as `npm start` does) with its
  * inspector on loopback, against a control plane of the benchmark's own and the simulator over
@@ -21,7 +23,7 @@
  *
  * With `RECONCILE_PATH_FUNCTIONS=<file>`, the functions that ran (name, offset, calls) are
  * written to that file, one object per edit, by source file: where to look when a file enters
- * the path.
+ * the path; and to `<file>.unentered.json`, the functions of each file an edit never enters.
  *
  * Reported, never asserted; runs accumulate in `docs/bench/reconcile-path.json`, one per commit.
  */
@@ -47,6 +49,7 @@ import {
   pathOfEdits,
   savePathRun,
 } from "./reconcile-path-report.ts";
+import { unenteredLine, unenteredOut } from "./unentered-functions.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const SRC = join(ROOT, "src");
@@ -184,8 +187,6 @@ export const benchmark: Benchmark = {
         }
         const serviceCallsByRoute = sim.counters();
         await inspector.stopPreciseCoverage();
-        const functionsOut = process.env.RECONCILE_PATH_FUNCTIONS;
-        if (functionsOut) writeFileSync(functionsOut, JSON.stringify(functions, null, 1));
         const { files, beside } = pathOfEdits(windows);
         const textOf = (file: string) => readFileSync(join(SRC, file), "utf8");
         const figures = pathFigures(
@@ -193,6 +194,12 @@ export const benchmark: Benchmark = {
           (file) => lineCount(textOf(file)),
           (file) => linesWithin(textOf(file), spans.get(file) ?? []),
         );
+        const { takenOut, ...bound } = unenteredOut(files, textOf, (file) => spans.get(file) ?? []);
+        const functionsOut = process.env.RECONCILE_PATH_FUNCTIONS;
+        if (functionsOut) {
+          writeFileSync(functionsOut, JSON.stringify(functions, null, 1));
+          writeFileSync(`${functionsOut}.unentered.json`, JSON.stringify(takenOut, null, 1));
+        }
         const out = join(ROOT, "docs", "bench", "reconcile-path.json");
         savePathRun(out, DESCRIPTION, {
           commit,
@@ -204,10 +211,11 @@ export const benchmark: Benchmark = {
           edits: EDITS,
           filesByEdit: Object.fromEntries(windows.map((w, i) => [String(i + 1), w.length])),
           beside,
+          unenteredOut: bound,
         });
         const besideLines = beside.map((b) => `beside, in ${b.edits} of ${EDITS} windows: ${b.file}`);
         process.stdout.write(
-          `${[...pathListing(figures), `each edit's window: ${windows.map((w) => w.length).join(", ")} files`, ...besideLines].join("\n")}\nwritten ${out}\n`,
+          `${[...pathListing(figures), unenteredLine(bound), `each edit's window: ${windows.map((w) => w.length).join(", ")} files`, ...besideLines].join("\n")}\nwritten ${out}\n`,
         );
         return {
           rows: [],
@@ -219,6 +227,7 @@ export const benchmark: Benchmark = {
               "files over 400 lines",
               "lines (fewest files)",
               "lines that ran",
+              "lines were unentered functions out (fewest files)",
               "status writes",
               "service calls in the window",
             ],
@@ -230,6 +239,7 @@ export const benchmark: Benchmark = {
                 figures.longFiles.length,
                 `${figures.lines} (${figures.fewestFiles})`,
                 figures.ranLines ?? "",
+                `${bound.lines} (${bound.fewestFiles})`,
                 statusWrites,
                 Object.entries(serviceCallsByRoute)
                   .map(([route, byStatus]) => `${route} ${JSON.stringify(byStatus)}`)

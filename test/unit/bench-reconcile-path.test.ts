@@ -16,6 +16,13 @@ import {
   pathOfEdits,
   savePathRun,
 } from "../bench/reconcile-path-report.ts";
+import {
+  linesLeft,
+  packByFolder,
+  takeableFunctions,
+  unenteredLine,
+  unenteredOut,
+} from "../bench/unentered-functions.ts";
 
 // `npm run bench -- reconcile-path` counts the src/ files with a function executed in a window of
 // V8 coverage; these are the rules it counts by, on coverage written by hand.
@@ -155,6 +162,184 @@ describe("the files of the reconcile path", () => {
     expect(lineCount("a\nb\n")).toBe(2);
     expect(lineCount("a\nb")).toBe(2);
     expect(lineCount("\n")).toBe(1);
+  });
+});
+
+describe("what would stay were every function an edit never enters taken out", () => {
+  // Each line of a file with what the bound does with it: goes with a function taken out, or stays.
+  const lines: Array<[string, "goes" | "stays"]> = [
+    ["/** The module: its comment is no function's. */", "stays"],
+    ["", "stays"],
+    ['import { x } from "./x.ts";', "stays"],
+    ["", "goes"], // the blank line before a function taken out goes with it
+    ["/** Never called: its comment goes with it. */", "goes"],
+    ["export function never(): number {", "goes"],
+    ["  return helper();", "goes"],
+    ["  function helper() { return x; }", "goes"],
+    ["}", "goes"],
+    ["", "stays"],
+    ["/** Called. */", "stays"],
+    ["export function ran(): number {", "stays"],
+    ["  return 2;", "stays"],
+    ["}", "stays"],
+    ["", "stays"],
+    ["export function overload(a: string): string;", "stays"], // a signature, no function
+    ["export function overload(a: string): string {", "goes"],
+    ["  return a;", "goes"],
+    ["}", "goes"],
+    ["", "stays"],
+    ["// made before the window, what it made called in it", "stays"],
+    ["export const maker = () => {", "stays"],
+    ["  return () => 3;", "stays"],
+    ["};", "stays"],
+    ["export const idle = (n: number) => n + 1;", "goes"],
+    ["export const checked = ((s: string) => s) as (s: string) => string;", "goes"],
+    ["export const table = [1].map((n) => {", "stays"], // a callback bound to no name
+    ["  const twice = () => n * 2;", "stays"], // and what is inside it
+    ["  return twice();", "stays"],
+    ["});", "stays"],
+    ["interface Shape { area(): number; }", "stays"],
+    ["", "stays"],
+    ["export class Box {", "stays"],
+    ["  #field = () => 4;", "goes"], // its initializer ran (V8 reports it), the function did not
+    ["  constructor() {", "stays"],
+    ["    this.count = 1;", "stays"],
+    ["  }", "stays"],
+    ["", "goes"],
+    ["  /** Read by nobody. */", "goes"],
+    ["  get size(): number {", "goes"],
+    ["    return this.count;", "goes"],
+    ["  }", "goes"],
+    ["", "stays"],
+    ["  static open(): Box {", "stays"],
+    ["    return new Box();", "stays"],
+    ["  }", "stays"],
+    ["}", "stays"],
+    ["", "stays"],
+    ["export const port = {", "stays"],
+    ["  read() {", "stays"],
+    ["    return 5;", "stays"],
+    ["  },", "stays"],
+    ["  // never asked", "goes"],
+    ["  write: (v: number) => v,", "goes"],
+    ["  close() {", "goes"],
+    ["    return 6;", "goes"],
+    ["  },", "goes"],
+    ["};", "stays"],
+  ];
+  const text = `${lines.map(([line]) => line).join("\n")}\n`;
+  /** A span as V8 reports a function's: from `first` (its first token as V8 starts it) to the end of `last`. */
+  const span = (first: string, last: string) => {
+    const start = text.indexOf(first);
+    return [start, text.indexOf(last, start) + last.length] as const;
+  };
+  const ran = [
+    span("function ran", "2;\n}"),
+    span("() => 3", "3"), // the function maker made, called in the window
+    span("#field", "() => 4"), // V8's <instance_members_initializer>: from the first field to the last
+    span("constructor", "  }"),
+    span("open()", "  }"), // V8 starts a static method at its name
+    span("read()", "  }"),
+    [0, text.length] as const, // a span that holds functions (the module's own) enters none of them
+  ];
+
+  it("finds the functions that can be taken out: declared, bound to a name, methods of classes and objects", () => {
+    const functions = takeableFunctions({ "a/mod.ts": text })["a/mod.ts"] ?? [];
+    expect(functions.map((f) => f.name)).toEqual([
+      "never",
+      "ran",
+      "overload",
+      "maker",
+      "idle",
+      "checked",
+      "#field",
+      "constructor",
+      "size",
+      "open",
+      "read",
+      "write",
+      "close",
+    ]);
+    // The function itself, from its first token: a span V8 reports for it falls within.
+    const never = functions[0];
+    expect(text.slice(never?.start, never?.end)).toMatch(/^export function never\(\): number \{[\s\S]*\n\}$/);
+    // What goes with it: from the blank line before its comment to its end.
+    expect(text.slice(never?.from, never?.to)).toMatch(/^\n\/\*\* Never called[\s\S]*\n\}$/);
+    // An object's property takes its comma.
+    const write = functions.find((f) => f.name === "write");
+    expect(text.slice(write?.from, write?.to)).toBe("  // never asked\n  write: (v: number) => v,");
+  });
+
+  it("takes out what no function that ran falls within, its comment and the blank line before it", () => {
+    const functions = takeableFunctions({ "mod.ts": text })["mod.ts"] ?? [];
+    const left = linesLeft(text, functions, ran);
+    expect(left.takenOut).toEqual([
+      "never",
+      "overload",
+      "idle",
+      "checked",
+      "#field",
+      "size",
+      "write",
+      "close",
+    ]);
+    expect(left.lines).toBe(lines.filter(([, what]) => what === "stays").length);
+    expect(lineCount(text) - left.lines).toBe(lines.filter(([, what]) => what === "goes").length);
+    // Nothing ran: every function goes, the module's comment, imports, types and values stay.
+    expect(linesLeft(text, functions, []).takenOut).toHaveLength(functions.length);
+    // Every function ran: every line stays.
+    expect(
+      linesLeft(
+        text,
+        functions,
+        functions.map((f) => [f.start, f.end] as const),
+      ).lines,
+    ).toBe(lineCount(text));
+  });
+
+  it("packs each folder on its own, a subfolder apart from its parent", () => {
+    const packed = packByFolder({
+      "api/a.ts": 300,
+      "api/b.ts": 150,
+      "kube/c.ts": 400,
+      "reconcile/d.ts": 10,
+      "reconcile/service/e.ts": 10,
+      "cli.ts": 5,
+    });
+    // 875 lines would fit in 3 files of 400 together; folder by folder they need 6.
+    expect(packed).toEqual({
+      lines: 875,
+      fewestFiles: 6,
+      byFolder: {
+        ".": { lines: 5, files: 1 },
+        api: { lines: 450, files: 2 },
+        kube: { lines: 400, files: 1 },
+        reconcile: { lines: 10, files: 1 },
+        "reconcile/service": { lines: 10, files: 1 },
+      },
+    });
+    expect(unenteredLine(packed)).toBe(
+      "were every function an edit never enters taken out of its file: 875 lines would stay, 6 files of ≤ 400 at the fewest, folder by folder (src/ 1, api/ 2, kube/ 1, reconcile/ 1, reconcile/service/ 1)",
+    );
+  });
+
+  it("measures the path's files together: parse, take out, pack", () => {
+    const other = "export function f() {\n  return 1;\n}\n\nexport function g() {\n  return 2;\n}\n";
+    const texts: Record<string, string> = { "api/mod.ts": text, "api/other.ts": other };
+    const g = other.indexOf("function g");
+    const out = unenteredOut(
+      Object.keys(texts),
+      (file) => texts[file] ?? "",
+      (file) => (file === "api/mod.ts" ? ran : [[g, other.length - 1]]),
+    );
+    const stays = lines.filter(([, what]) => what === "stays").length;
+    // f goes (its three lines); the blank line after it is g's, which ran, and stays.
+    expect(out.takenOut).toEqual({
+      "api/mod.ts": ["never", "overload", "idle", "checked", "#field", "size", "write", "close"],
+      "api/other.ts": ["f"],
+    });
+    expect(out.byFolder).toEqual({ api: { lines: stays + 4, files: 1 } });
+    expect([out.lines, out.fewestFiles]).toEqual([stays + 4, 1]);
   });
 });
 
