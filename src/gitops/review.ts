@@ -10,7 +10,7 @@ import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
-import { rolloutNow } from "../reconcile/inputs.ts";
+import { handledValue, rolloutNow } from "../reconcile/inputs.ts";
 import { observedDrift } from "../reconcile/notes.ts";
 import {
   type FieldChange,
@@ -349,7 +349,7 @@ function heldReview(
     windows,
     now: inputs.now,
     rolloutNow: rolloutNow(inputs.resource),
-    handledRolloutNow: inputs.live?.lastHandledRolloutNow,
+    handledRolloutNow: handledValue(inputs.live?.lastHandledRolloutNow),
     held: held.changes,
   });
   if (gate.kind === "open") return undefined;

@@ -14,7 +14,7 @@ import { DEFAULT_DRIFT_POLICY } from "../crd/spec-policies.ts";
 import { decideCreate } from "./create.ts";
 import { externalRevisionOf } from "./external-revision.ts";
 import { outcomeFromProblems } from "./failures.ts";
-import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
+import { handledValue, pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
 import {
   adoptedNote,
   bothSaid,
@@ -218,7 +218,7 @@ function decideApply(...[spec, observation, status, now, settings, reapply]: App
               windows,
               now,
               rolloutNow: rolloutNow(spec),
-              handledRolloutNow: status.lastHandledRolloutNow,
+              handledRolloutNow: handledValue(status.lastHandledRolloutNow),
               ...(settings.counter ? { counter: settings.counter } : {}),
             });
   // The secrets held are not applied yet: their hash stays the last applied one, and the

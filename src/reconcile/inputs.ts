@@ -76,9 +76,12 @@ export const rebuildRequestedAt = (obj: Annotated) => keptAnnotation(obj, ANNOTA
 /** What the status records of the annotations' values acted on. */
 type Handled = Pick<DeploymentResourceStatus, "lastHandledRolloutNow" | "lastHandledRebuildAt"> | undefined;
 
-/** Whether an annotation's `value` (as kept) is one not acted on yet (`handled`). */
+/** A `status.lastHandled…` value as kept: 0.1.0 recorded values as given (a held change let out else). */
+export const handledValue = (recorded: string | null | undefined): string | undefined =>
+  recorded ? keptAnnotationValue(recorded) : undefined;
+/** Whether an annotation's `value` (as kept) is one not acted on yet (`handled`, as recorded). */
 const notHandled = (value: string | undefined, handled: string | undefined): boolean =>
-  value !== undefined && value !== handled;
+  value !== undefined && value !== handledValue(handled);
 
 /** Whether `dms.dev/rollout-now` carries a value not acted on yet (`status.lastHandledRolloutNow`). */
 export const rolloutNowAsked = (obj: Annotated, status: Handled): boolean =>

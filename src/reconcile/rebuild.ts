@@ -12,7 +12,7 @@
 import { loggedError } from "../api/errors.ts";
 import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
 import { STATUS_ID_MAX_LENGTH } from "../crd/status-schema.ts";
-import { rebuildRequestedAt, rolloutNow } from "./inputs.ts";
+import { handledValue, rebuildRequestedAt, rolloutNow } from "./inputs.ts";
 import { keptWithin } from "./live-revision.ts";
 import { bothSaid, syncedSays } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
@@ -105,7 +105,7 @@ export function decideRebuild(
     windows: at.windows,
     now: at.now,
     rolloutNow: rolloutNow(spec),
-    handledRolloutNow: status.lastHandledRolloutNow,
+    handledRolloutNow: handledValue(status.lastHandledRolloutNow),
     held: [REBUILD_CHANGE],
     ...(at.counter ? { counter: at.counter } : {}),
   });

@@ -115,6 +115,17 @@ describe("plan: rollout windows", () => {
     expect(reviewResource(handled).held?.until).toBe("2026-11-24T21:00:00Z");
   });
 
+  it("a rollout-now value 0.1.0 recorded as given (a line break), which this version keeps as its digest, counts as acknowledged", () => {
+    const handled = inputs(spec([NIGHTS]), {
+      resource: {
+        metadata: { name: "agent", annotations: { [ANNOTATION_ROLLOUT_NOW]: "release-1\n" } },
+        spec: spec([NIGHTS]),
+      },
+      live: { lastHandledRolloutNow: "release-1\n" },
+    });
+    expect(reviewResource(handled).held?.until).toBe("2026-11-24T21:00:00Z");
+  });
+
   it("the connection's windows apply to a resource that sets none, and are named", () => {
     const inherited = { windows: [NIGHTS], from: "ServiceConnection team/prod" };
     const entry = reviewResource(inputs(spec(), { inheritedWindows: inherited }));

@@ -209,6 +209,26 @@ describe("DeploymentReconciler: rollout windows", () => {
     expect(w.images()).toEqual(["repo/agent:1", "repo/agent:2"]);
   });
 
+  it("a dms.dev/rollout-now value 0.1.0 acted on and recorded as given, which this version keeps as its digest, lets no held change through after the upgrade", async () => {
+    // 0.1.0 recorded the annotation's value as given: here a YAML block scalar's (`|`), whose
+    // line break this version keeps as a digest. The request was acted on (an earlier release);
+    // the change 0.1.0 held since waits for the window, also at this version's first reconcile.
+    const asGiven = "release-1\n";
+    const w = world();
+    await w.settled({ rolloutWindows: [NIGHTS] });
+    w.edit((o) => {
+      o.metadata.annotations = { [ANNOTATION_ROLLOUT_NOW]: asGiven };
+      o.status = { ...o.status, lastHandledRolloutNow: asGiven };
+    });
+    imageAndScale(w, [NIGHTS]);
+    await w.reconcile();
+    // The scale goes at once, the new image waits for the window.
+    expect(w.service.lastPatchBody).toEqual({ source_config: { resource_spec: { min_scale: 3 } } });
+    expect(conditions(w.stored())).toEqual(HELD);
+    expect(w.images()).toEqual(["repo/agent:1"]);
+    expect(w.stored()?.status?.lastHandledRolloutNow).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
   it("a connection's windows hold the resources that set none; a resource's own empty list rolls out any time", async () => {
     const w = world();
     await w.settled();
