@@ -3,8 +3,10 @@
 // and the status this version's operator writes over each at its first reconcile) stay writable
 // once this version's CRD is applied over it: a label, the operator's status write, a finalizer
 // added and removed. The API server ratchets what an unchanged field no longer satisfies, but not
-// a CEL rule that cannot be evaluated on the stored data. Both CRDs are installed under a group
-// of their own, without short names or categories, so that no other test's `dmsd` reaches them.
+// a CEL rule that cannot be evaluated on the stored data. A rollback to 0.1.0's CRD loses what it
+// does not declare from each object written meanwhile (docs/guide/install.md, Rolling back). Both
+// CRDs are installed under a group of their own, without short names or categories, so that no
+// other test's `dmsd` reaches them.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -142,4 +144,42 @@ it("still refuses a fractional count written after the upgrade", async () => {
   expect(result.stderr).toMatch(
     /spec\.sourceConfig\.resourceSpec\.minScale: Invalid value: 2\.5: .*multiple of 1/,
   );
+});
+
+it("rolled back to 0.1.0's CRD and forward again, a resource written meanwhile keeps only the fields 0.1.0 knows", async () => {
+  // What the install guide's rollback says: the older CRD hides what it does not declare at once,
+  // and any write under it (a label here; the older operator's status write) stores the object
+  // without it. A resource left unwritten has it back once this version's CRD is applied again.
+  const spec = { ...STORED[0]?.spec, deletionProtection: true, driftPolicy: "Report" };
+  const status = { observedGeneration: 1, lastHandledRebuildAt: "2026-12-07T10:00:00Z" };
+  const names = ["rolled-back-written", "rolled-back-untouched"];
+  for (const name of names) {
+    await kubectlOk(["create", "-f", "-"], { input: JSON.stringify(resource(name, spec)) });
+    await kubectlOk(
+      ["patch", PLURAL, name, "-n", namespace, "--subresource=status", "--type=merge", "-p"].concat(
+        JSON.stringify({ status }),
+      ),
+    );
+  }
+  const get = async (name: string) =>
+    JSON.parse(await kubectlOk(["get", PLURAL, name, "-n", namespace, "-o", "json"])) as {
+      spec: Record<string, unknown>;
+      status: Record<string, unknown>;
+    };
+  await apply(regrouped(parse(readFileSync(join(FIXTURES, "dms.dev_deployments.yaml"), "utf8"))));
+  for (const name of names)
+    await waitFor(async () => (await get(name)).spec.driftPolicy === undefined, {
+      timeoutMs: 30_000,
+      description: `0.1.0's schema in effect for ${name}`,
+    });
+  await kubectlOk(["label", PLURAL, "rolled-back-written", "-n", namespace, "team=platform"]);
+  await apply(regrouped(crdObject(DEPLOYMENT_CRD)));
+  await waitFor(async () => (await get("rolled-back-untouched")).spec.driftPolicy === "Report", {
+    timeoutMs: 30_000,
+    description: "this version's schema in effect again",
+  });
+  expect(await get("rolled-back-untouched")).toMatchObject({ spec, status });
+  const written = await get("rolled-back-written");
+  expect(written.spec).toEqual(STORED[0]?.spec);
+  expect(written.status).toEqual({ observedGeneration: 1 });
 });
