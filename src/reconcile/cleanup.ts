@@ -13,7 +13,7 @@
  * resource is let go: a forged status must not be able to hold its deletion (and with it its
  * namespace's) for ever.
  */
-import { cutToBytes, cutToLength } from "../api/printable.ts";
+import { cutToBytes, cutToLength, printableNote } from "../api/printable.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/conventions.ts";
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
@@ -93,11 +93,13 @@ export function heldDeletion(obj: StoredResource, cause: string, maxBytes?: numb
   const { name, namespace } = obj.metadata;
   const patch = `kubectl patch dmsd ${name}${namespace ? ` -n ${namespace}` : ""} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`;
   const hint = `; the resource's deletion waits until the service's deployment is deleted: to leave that deployment on the service and let the resource go, set spec.deletionPolicy to Orphan: ${patch}`;
-  // A long cause (a service's error) is cut, never the way out.
+  // A long cause (a service's error) is cut, never the way out: a note's cause as the recorder
+  // shows it (a control taken out is a U+FFFD of 3 bytes, more than the control took), so that
+  // what it cuts to the note's bytes is none of the way out.
   const shown =
     maxBytes === undefined
       ? cutToLength(cause, MAX_MESSAGE_LENGTH - hint.length)
-      : cutToBytes(cause, maxBytes - Buffer.byteLength(hint));
+      : cutToBytes(printableNote(cause), maxBytes - Buffer.byteLength(hint));
   return `${shown}${hint}`;
 }
 

@@ -3,6 +3,7 @@
 // Each case states what a user would see: the status, the events, the calls made to the service.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { printableNote } from "../../src/api/printable.ts";
 import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/conventions.ts";
 import {
@@ -14,6 +15,7 @@ import {
   FINALIZER,
 } from "../../src/crd/schema.ts";
 import { apiErrorFrom, retryAfterHeader } from "../../src/kube/errors.ts";
+import { truncateNote } from "../../src/kube/events.ts";
 import { pollIndexer } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
@@ -889,6 +891,27 @@ const cases: Case[] = [
       expect(synced).toContain("DELETE /v2/deployments/{deployment_id} answered 409");
       expect(synced).not.toContain("deployment is busy");
       expect(synced.endsWith(command)).toBe(true);
+    },
+  },
+  {
+    reason:
+      "deleted under Delete, the DELETE refused with controls in its answer: the note the recorder writes, each control shown as U+FFFD, still ends with how to let go",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+      // 500 characters (the detail's bound), 500 bytes: 1,000 once each BEL is shown as U+FFFD.
+      w.service.failNext("delete", { status: 409, detail: "\u0007b".repeat(250) });
+    },
+    outcome: { error: retriedWithBackoff("409") },
+    calls: { getById: 1, delete: 1 },
+    conditions: retryingFor("ReconcileError", "True/Available"),
+    events: ["Warning/ReconcileError"],
+    also: (w) => {
+      const command = `set spec.deletionPolicy to Orphan: kubectl patch dmsd ${REF.name} -n ${REF.namespace} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`;
+      // As the Kubernetes recorder writes it: printable, then cut to the API server's 1,024 bytes.
+      const written = truncateNote(printableNote(w.events.all.at(-1)?.note ?? ""));
+      expect(written).toContain("answered 409: \ufffdb\ufffdb");
+      expect(written.endsWith(command)).toBe(true);
     },
   },
   {
