@@ -18,7 +18,7 @@ import { settleCreated } from "./create.ts";
 import { generationApplied, observedAs } from "./decide.ts";
 import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./failure-evidence.ts";
 import { outcomeFromProblems } from "./failures.ts";
-import { reconcileInterval, reconcileRequestedAt } from "./inputs.ts";
+import { handledValue, reconcileInterval, reconcileRequestedAt } from "./inputs.ts";
 import {
   lookedWithoutCall,
   type RevisionObservation,
@@ -170,7 +170,8 @@ export function evidenceAt(
 ): { known: Evidence } | { read: EvidenceRead } {
   if (observed?.kind !== "found" || !isConnected(run) || outcome.kind === "deleting") return { known: {} };
   const { obj, now } = run;
-  const requested = (reconcileRequestedAt(obj) ?? null) !== (obj.status?.lastHandledReconcileAt ?? null);
+  const requested =
+    (reconcileRequestedAt(obj) ?? null) !== (handledValue(obj.status?.lastHandledReconcileAt) ?? null);
   const deployment = observed.deployment;
   // A switch back not live yet: the revision switched back to is read (`RevisionTracker.look`).
   const history = obj.status?.revisionHistory;

@@ -17,6 +17,7 @@ import { objectKey } from "../runtime/queue-records.ts";
 import { listingMissed } from "./failures.ts";
 import {
   claimedName,
+  handledValue,
   inlineSecrets,
   NONE_READ,
   pendingRebuild,
@@ -229,7 +230,7 @@ export interface LookupFacts {
  */
 export function lookupTarget(facts: LookupFacts): LookupRule {
   const { status } = facts;
-  const requested = facts.requestedAt !== (status.lastHandledReconcileAt ?? null);
+  const requested = facts.requestedAt !== (handledValue(status.lastHandledReconcileAt) ?? null);
   const reconciling = (status.conditions ?? []).some(
     (c) => c.type === CONDITION.Reconciling && c.status === "True",
   );

@@ -1275,6 +1275,24 @@ const cases: Case[] = [
   },
   {
     reason:
+      "a reconcile request 0.1.0 handled and recorded as given (a line break), which this version keeps as its digest, is not asked again after the upgrade",
+    arrange: async (w) => {
+      await w.settled();
+      // A YAML block scalar's (`|`) value; 0.1.0 recorded the annotation's value as given.
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_RECONCILE_REQUESTED_AT]: "2030-01-01T01:00:00Z\n" };
+        o.status = { ...o.status, lastHandledReconcileAt: "2030-01-01T01:00:00Z\n" };
+      });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: [],
+    also: (w) =>
+      expect(w.resources.stored(REF)?.status?.lastHandledReconcileAt).toMatch(/^sha256:[0-9a-f]{64}$/),
+  },
+  {
+    reason:
       "the reconcile a reconcile-interval brings asks the service, although the resync's listing is still fresh",
     arrange: async (w) => {
       await w.settled();
