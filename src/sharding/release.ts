@@ -16,7 +16,8 @@
  * newcomer reconciles them only while the owner's Lease carries the release naming its identity.
  * Released are also the resources the owner reconciles for another replica (a dead one's share
  * inherited, or a share released to it as it joined) whose claim the ring gives the newcomer:
- * another's label write brings each into the owner's share, and the newcomer reconciles it then.
+ * another's label write brings each into the owner's share, and the newcomer reconciles it then:
+ * the release lasts while one of them is left labelled for that other replica.
  * A release the newcomer cannot take up ends, and the owner reconciles the resources again, once
  * the newcomer's process can no longer write: its Lease released by it or taken by a sharder, or
  * not held by that process for a Lease duration since the owner saw it so (deleted, its holder

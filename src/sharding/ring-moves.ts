@@ -203,10 +203,10 @@ export class RingMoves {
   /**
    * The release to write on this replica's Lease now, if any: once every released resource here is
    * `quiet` (no reconcile of it runs, none of its writes may still run at the service), and for as
-   * long as one is labelled for this replica. The release ends here once none is. Released here
-   * are also the resources reconciled for another replica that the release's ring gives its heir
-   * ({@link passesOn}): they join this replica's share by another's label write, and the heir
-   * reconciles each one the moment it does. `busy` are the keys with a reconcile running or a
+   * long as one is labelled for this replica. Released here are also the resources reconciled
+   * for another replica that the release's ring gives its heir ({@link passesOn}): they join this
+   * replica's share by another's label write, and the heir reconciles each one the moment it does.
+   * The release ends here once none of either is left. `busy` are the keys with a reconcile running or a
    * write that may still run: one the cache does not show (between two watches, or just deleted)
    * may be one of them, and is waited for too.
    */
@@ -221,6 +221,9 @@ export class RingMoves {
       if (r.quietAt === undefined && !quiet(key)) return undefined;
     }
     if (!left && r.quietAt !== undefined) {
+      // Not while one reconciled here for another replica is left: its label for this one brings
+      // it into the share, and the heir reconciles it by this release the moment that lands.
+      for (const key of cache.othersKeys()) if (this.passesOn(key)) return r.release;
       this.#release = undefined;
       return undefined;
     }
