@@ -16,6 +16,8 @@ import { Action, type Reconciler } from "../runtime/controller.ts";
 export interface OwnedResource {
   drain: boolean;
   holdMs?: number;
+  /** Not reconciled here, nor let go, and not looked at again: queued once that ends, by whoever ends it. */
+  parked?: boolean;
 }
 
 /** Options of {@link ShardMember}. */
@@ -80,7 +82,8 @@ export const MIN_WRITE_MS = 1_000;
  *   {@link MIN_WRITE_MS}.
  * - {@link guard} wraps the reconciler: a key not in the cache, to be let go, held, or met
  *   before the Lease is held or after {@link stop} is not reconciled (the wrapped reconciler is
- *   not called; a held key is tried again every {@link HOLD_RECHECK_MS} until its hold ends);
+ *   not called; a held key is tried again every {@link HOLD_RECHECK_MS} until its hold ends, a
+ *   parked one only when queued again);
  *   keys in reconcile are counted, and a drained key is acknowledged once its last reconcile
  *   ended.
  * - {@link changed} is called on each cache change of a key: a drained key not in reconcile is
@@ -248,6 +251,7 @@ export class ShardMember {
         this.#acknowledgeSoon(key);
         return Action.gone();
       }
+      if (resource.parked) return Action.gone();
       // Looked at again every HOLD_RECHECK_MS, not only at the hold's end: the older resource it
       // waits for may come back within seconds, and the hold then ends at once.
       if (resource.holdMs !== undefined && resource.holdMs > 0)

@@ -8,7 +8,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { keyOfMeta, parseObjectKey } from "../runtime/queue-records.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, handoverTo, mayLetGo, OWNER_LABEL } from "./labels.ts";
-import { FENCE_MARGIN_MS, HOLD_RECHECK_MS, ShardMember } from "./member.ts";
+import { FENCE_MARGIN_MS, ShardMember } from "./member.ts";
 import { heldByReplica, released, takenBySharder } from "./membership.ts";
 import { encodeMovingBy, ringOf } from "./moving-by.ts";
 import { LABELS_UNHEARD_MS, podOfIdentity, type Release } from "./release.ts";
@@ -63,11 +63,12 @@ export function replicaHandOffs(o: HandOffOptions): HandOffs {
       if (!obj) return undefined;
       // Labelled for another replica: inherited from a dead one or released to this one as it
       // joined (only those are in the cache), whose drain label nobody answers (the sharder or
-      // that owner labels the resource for this replica). Held while this replica's own release
-      // gives it to its heir, which reconciles it the moment that label lands.
+      // that owner labels the resource for this replica). Parked while this replica's own release
+      // gives it to its heir, which reconciles it the moment that label lands: thousands may be,
+      // each queued again by a watch event or by the release's early end (`RingMoves.end`).
       const labels = obj.metadata.labels;
       if (labels?.[OWNER_LABEL] !== name)
-        return moves.passesOn(key) ? { drain: false, holdMs: HOLD_RECHECK_MS } : { drain: false };
+        return moves.passesOn(key) ? { drain: false, parked: true } : { drain: false };
       if (labels[DRAIN_LABEL] !== undefined || moves.stopped(key, obj.metadata.resourceVersion))
         return { drain: true };
       // A younger rival of a claim handed over a moment ago waits (see `ring-moves.ts`).

@@ -196,8 +196,11 @@ export class RingMoves {
   /** The release can no longer be taken up (its heir's process cannot write): the share is reconciled here again. */
   end(): void {
     if (this.#release === undefined) return;
+    // What it parked for another replica is reconciled here again: nothing else queues it.
+    const parked = [...(this.#cache?.othersKeys() ?? [])].filter((key) => this.passesOn(key));
     this.#release = undefined;
     this.#retarget();
+    for (const key of parked) this.#o.resumed?.(key);
   }
 
   /**

@@ -314,4 +314,21 @@ describe("a share released while the owner writes for another replica a resource
     await h.advance(RETRY_MS * 2);
     expect(h.leases.get("a")?.released).toBeUndefined();
   });
+
+  it("is parked while the release lasts, not looked at again every few seconds, and queued again once the newcomer cannot take it up", async () => {
+    const h = await owner([INHERITED]);
+    await h.join();
+    expect(h.leases.get("a")?.released?.identity).toBe("d_1");
+    // Thousands may be (a share released to this replica a moment before): none is queued again
+    // while the release lasts, ahead of the replica's other work.
+    const result = await h.replica.guard(async () => Action.done())(INHERITED, new AbortController().signal);
+    expect(result).toEqual(Action.gone());
+    // The newcomer released its Lease (its writes settled): reconciled here again, queued.
+    h.die();
+    const now = new Date(h.clock.now());
+    h.leases.edit("d", { holderIdentity: "", leaseDurationSeconds: 1, acquireTime: now, renewTime: now });
+    await h.advance(100);
+    expect(h.enqueued).toContain(INHERITED);
+    expect(await h.reconciles(INHERITED)).toBe(true);
+  });
 });
