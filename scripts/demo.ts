@@ -11,7 +11,7 @@
  */
 import { mkdtempSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../src/duration.ts";
 import { loadSeed } from "../src/simulator/seed.ts";
@@ -239,6 +239,14 @@ function explore(
   say(`   kubectl get dmsd -n ${NAMESPACE}`);
   say(`   kubectl describe dmsd ${EDITED.name} -n ${NAMESPACE}   # conditions and events`);
   say(`   kubectl wait --for=condition=Ready dmsd --all -n ${NAMESPACE} --timeout=60s`);
+  // The CLI reads the service for `revisions` and `logs`: the default connection's base URL is the
+  // simulator's (it takes no key). Node first on PATH: `kubectl-dms` runs on the first `node` found.
+  say(
+    `   export PATH=${dirname(process.execPath)}:$PATH DMS_BASE_URL=${simulator.url}   # Node ${process.versions.node}, the simulator`,
+  );
+  say("   npm link   # dms-operator and kubectl-dms from this clone");
+  say(`   kubectl dms status -n ${NAMESPACE}`);
+  say(`   kubectl dms revisions ${EDITED.name} -n ${NAMESPACE}`);
   say(`   curl -s '${simulator.url}/v2/deployments?limit=100'   # the simulated service`);
   say(`   curl -s ${simulator.url}/_sim/state`);
   say(`   curl -s http://127.0.0.1:${metricsPort}/metrics   # the operator's metrics`);

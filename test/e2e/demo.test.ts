@@ -51,6 +51,12 @@ describe("npm run demo", () => {
     expect(active).toBe(latest);
     expect(output).toContain("Stopped: operator, simulator, control plane.");
 
+    // How to point the CLI (`kubectl dms revisions`, `logs`) at the demo: the simulator, and a Node it runs on.
+    const simulator = /^ {3}(http:\/\/127\.0\.0\.1:\d+) /m.exec(output)?.[1];
+    expect(simulator, output).toBeDefined();
+    expect(output).toContain(`export PATH=${dirname(process.execPath)}:$PATH DMS_BASE_URL=${simulator} `);
+    expect(output).toContain("kubectl dms revisions summarizer -n demo");
+
     const kubeconfig = /export KUBECONFIG=(\S+)/.exec(output)?.[1];
     expect(kubeconfig).toBeDefined();
     const planeDir = dirname(kubeconfig ?? "");
