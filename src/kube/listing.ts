@@ -7,10 +7,10 @@
  * BOOKMARK annotated `k8s.io/initial-events-end`, then goes on as a watch. Served from the API
  * server's watch cache in one request and parsed one object at a time: a reflector fills its
  * cache without paging (10,000 objects: one request instead of 200 pages of 50) and without a
- * page of tenant-sized objects in memory at once. The reflector falls back to paged lists where
- * the server refuses the parameter (the feature gate off: 422) or ignores it (a server from
- * before Kubernetes 1.27: the watch ends without the bookmark).
+ * page of tenant-sized objects in memory at once. Where a watch list fails, {@link ListChoice}
+ * says whether that one list, or every list from then on, goes by pages.
  */
+import type { Logger } from "pino";
 import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
 import { objectKey } from "../runtime/queue-records.ts";
@@ -154,12 +154,75 @@ export class InitialEventsCut extends Error {
 }
 
 /**
- * A watch list the server kept open its whole timeout without ending the initial events, or that
- * went silent before it ended them ({@link WATCH_IDLE_MS}): a server that serves watch lists ends
- * the initial events as soon as it sent them.
+ * A watch list the server kept open its whole timeout without ending the initial events: a server
+ * that serves watch lists ends them as soon as it sent them.
  */
 export function isIgnored(err: unknown): boolean {
-  return (err instanceof InitialEventsCut && err.ignored) || err instanceof StreamIdleError;
+  return err instanceof InitialEventsCut && err.ignored;
+}
+
+/**
+ * Silent watch lists in a row after which a reflector lists by pages for good: a stall that
+ * comes back at each of three lists is the way to the server (a proxy that holds the stream back)
+ * or a server that ignores the parameter and sends no bookmarks, not a passing one.
+ */
+export const SILENT_WATCH_LISTS = 3;
+
+/**
+ * How a reflector's next list goes: by a watch list, or by pages. By pages for good where the
+ * server refuses a watch list (400, 422: the feature gate off) or ignores it (it kept the stream
+ * its whole timeout without ending the initial events: a server from before Kubernetes 1.27;
+ * asking again would cost each list a whole timeout). By pages for one list where a watch list
+ * went silent before its initial events ended (a network stall, an overloaded API server, a
+ * proxy): making progress is better than waiting, and the next list asks for a watch list again
+ * (client-go's reflector does the same); after {@link SILENT_WATCH_LISTS} such in a row, by
+ * pages for good. A list thus waits at most one watch list's silence ({@link WATCH_IDLE_MS})
+ * before its pages, and lists that keep going silent cost that {@link SILENT_WATCH_LISTS} times.
+ */
+export class ListChoice {
+  /** The server may serve watch lists (nothing showed it does not). */
+  #offered = true;
+  /** The list under way goes by pages (its watch list went silent). */
+  #thisList = false;
+  /** Watch lists that went silent since one last ended its initial events. */
+  #silent = 0;
+
+  /** The list due goes by pages. */
+  get byPages(): boolean {
+    return !this.#offered || this.#thisList;
+  }
+
+  /** The list due is complete: the next one asks for a watch list again, where the server offers them. */
+  listed(): void {
+    if (!this.byPages) this.#silent = 0;
+    this.#thisList = false;
+  }
+
+  /**
+   * Whether the failure `err` of a watch list makes its list go by pages (logged once per
+   * fallback), rather than the watch list be asked for again after the backoff.
+   */
+  fallsBack(err: unknown, log: Logger): boolean {
+    if (refusesWatchList(err) || isIgnored(err)) {
+      this.#offered = false;
+      log.info({ err }, "the API server offers no watch list; listing by pages");
+      return true;
+    }
+    if (!(err instanceof StreamIdleError)) return false;
+    this.#silent += 1;
+    if (this.#silent < SILENT_WATCH_LISTS) {
+      this.#thisList = true;
+      log.info(
+        { err },
+        "the watch list went silent before its initial events ended; listing by pages this time",
+      );
+    } else {
+      this.#offered = false;
+      const what = `${SILENT_WATCH_LISTS} watch lists in a row went silent before their initial events ended`;
+      log.info({ err }, `${what}; listing by pages from now on`);
+    }
+    return true;
+  }
 }
 
 /** The `metadata.resourceVersion` of a list answer, or `undefined` when it is missing. */

@@ -16,11 +16,10 @@ import {
   collectInitialEvent,
   InitialEventsCut,
   initialEventsEnd,
-  isIgnored,
+  ListChoice,
   type ListScope,
   listByPages,
   notServedHint,
-  refusesWatchList,
   WATCH_IDLE_MS,
   WATCH_LIST_QUERY,
   watchError,
@@ -90,8 +89,8 @@ export class Reflector<T extends KubeObject> {
   #hasSynced = false;
   /** A list is due (at the start, after a 410). */
   #needList = true;
-  /** Lists by a watch list (see listing.ts) until the server refuses one; then by pages. */
-  #watchList = true;
+  /** Whether the list due goes by a watch list or by pages. */
+  readonly #lists = new ListChoice();
   readonly #syncing = Promise.withResolvers<void>();
 
   constructor(options: ReflectorOptions<T>) {
@@ -205,7 +204,7 @@ export class Reflector<T extends KubeObject> {
       // The pause the server asked for (a 429's Retry-After): the backoff waits at least that.
       let asked = 0;
       try {
-        if (this.#needList && !this.#watchList) await this.#relist(signal);
+        if (this.#needList && this.#lists.byPages) await this.#relist(signal);
         const started = this.#clock.now();
         const events = await this.#watch(signal);
         const healthy = events > 0 || this.#clock.now() - started >= HEALTHY_WATCH_MS;
@@ -216,9 +215,7 @@ export class Reflector<T extends KubeObject> {
         if (err instanceof GoneError) {
           this.#log.info({ resourceVersion: this.#resourceVersion }, "resourceVersion expired; relisting");
           this.#needList = true;
-        } else if (this.#needList && this.#watchList && (refusesWatchList(err) || isIgnored(err))) {
-          this.#log.info({ err }, "the API server offers no watch list; listing by pages");
-          this.#watchList = false;
+        } else if (this.#needList && !this.#lists.byPages && this.#lists.fallsBack(err, this.#log)) {
           continue;
         } else {
           attempt += 1;
@@ -236,7 +233,7 @@ export class Reflector<T extends KubeObject> {
     if (!this.#hasSynced) this.#syncing.reject(signal.reason);
   }
 
-  /** A paged list into the cache (where the server offers no watch list). */
+  /** A paged list into the cache (where the server offers no watch list, or its watch list went silent). */
   async #relist(signal: AbortSignal): Promise<void> {
     const { fresh, resourceVersion } = await listByPages(this.#opts, signal, (raw) => this.#decode(raw));
     this.#listed(fresh, resourceVersion);
@@ -247,6 +244,7 @@ export class Reflector<T extends KubeObject> {
     this.#replace(fresh);
     this.#resourceVersion = resourceVersion;
     this.#needList = false;
+    this.#lists.listed();
     if (!this.#hasSynced) {
       this.#hasSynced = true;
       this.#syncing.resolve();

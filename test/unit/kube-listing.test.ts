@@ -6,6 +6,7 @@ import { isKubeObject, type KubeObject } from "../../src/kube/object.ts";
 import { Reflector } from "../../src/kube/reflector.ts";
 import { initialEvents, kubeStub } from "../support/kube-stub.ts";
 import { capturingLogger } from "../support/logs.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 const item = (name: string) => ({ metadata: { namespace: "ns", name, resourceVersion: "5" } });
 const items = [item("a"), item("b"), item("c")];
@@ -32,7 +33,7 @@ async function apiServer(
 
 function reflector(
   client: KubeClient,
-  watch: { minWatchTimeoutSeconds?: number; watchIdleMs?: number } = {},
+  watch: { minWatchTimeoutSeconds?: number; watchIdleMs?: number; clock?: ManualClock } = {},
 ) {
   const { logger, messages } = capturingLogger();
   const cache = new Reflector<KubeObject>({
@@ -49,6 +50,58 @@ function reflector(
 
 const added = (object: unknown) => `${JSON.stringify({ type: "ADDED", object })}\n`;
 
+/** A watch's ERROR event of a resourceVersion compacted away (410): the reflector lists again. */
+const gone = `${JSON.stringify({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } })}\n`;
+
+/**
+ * How a scripted server answers a watch list: `silent`, one object and then nothing (a stalled
+ * network or proxy); `whole`, the initial events and their end; `ignored`, every object, then the
+ * stream ended once `clock` passed the watch's whole timeout (a server that ignores the parameter).
+ */
+type WatchListAnswer = "silent" | "whole" | "ignored";
+
+/**
+ * A server answering the reflector's watch lists by `script` in turn, its lists by pages, and its
+ * watches (and a whole watch list, on its own stream) with a 410 while `gones` last, then staying
+ * open. `asked()` is what it was asked, in order: `L` a watch list, `P` a list's first page, `W` a
+ * watch from a resourceVersion (one resumed after it went idle not noted again).
+ */
+async function scriptedServer(script: WatchListAnswer[], gones: number, clock: ManualClock) {
+  const asked: string[] = [];
+  let left = gones;
+  const relist = () => {
+    if (left === 0) return "";
+    left -= 1;
+    return gone;
+  };
+  const { client } = await kubeStub((req, res) => {
+    const url = new URL(req.url ?? "/", "http://api");
+    res.writeHead(200, { "content-type": "application/json" });
+    if (url.searchParams.get("watch") !== "true") {
+      const at = Number(url.searchParams.get("continue") ?? "0");
+      if (at === 0) asked.push("P");
+      const next = at + 1 < items.length ? { continue: String(at + 1) } : {};
+      res.end(JSON.stringify({ metadata: { resourceVersion: "9", ...next }, items: [items[at]] }));
+      return;
+    }
+    if (url.searchParams.get("sendInitialEvents") !== "true") {
+      if (asked.at(-1) !== "W") asked.push("W");
+      res.write(relist());
+      return;
+    }
+    asked.push("L");
+    const answer = script.shift();
+    if (answer === "silent") res.write(added(items[0]));
+    else if (answer === "whole") res.write(initialEvents(items, "12") + relist());
+    else {
+      res.write(items.map(added).join(""));
+      clock.advance(Number(url.searchParams.get("timeoutSeconds")) * 1000);
+      res.end();
+    }
+  });
+  return { client, asked: () => asked.join(" ") };
+}
+
 describe("a reflector's list", () => {
   it("fills from a watch list's initial events and resumes from its bookmark", async () => {
     const api = await apiServer((res) => res.write(initialEvents(items, "12")));
@@ -59,35 +112,6 @@ describe("a reflector's list", () => {
     expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
     expect(cache.resourceVersion).toBe("12");
     expect(api.asked.filter((u) => u.searchParams.get("watch") !== "true")).toEqual([]);
-    stop.abort();
-    await running;
-  });
-
-  it("lists by pages where the server keeps a watch list its whole timeout without ending it (the parameter ignored)", async () => {
-    const api = await apiServer((res, timeoutSeconds) => {
-      res.write(items.map(added).join(""));
-      setTimeout(() => res.end(), timeoutSeconds * 1000);
-    });
-    const { cache, messages } = reflector(api.client);
-    const stop = new AbortController();
-    const running = cache.run(stop.signal);
-    await cache.synced;
-    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
-    expect(messages()).toContain("the API server offers no watch list; listing by pages");
-    const pages = api.asked.filter((u) => u.searchParams.get("watch") !== "true");
-    expect(pages.map((u) => u.searchParams.get("continue"))).toEqual([null, "1", "2"]);
-    stop.abort();
-    await running;
-  });
-
-  it("lists by pages where the server ignores a watch list and then says nothing (no bookmarks), long before its timeout", async () => {
-    const api = await apiServer((res) => res.write(items.map(added).join("")));
-    const { cache, messages } = reflector(api.client, { minWatchTimeoutSeconds: 300, watchIdleMs: 200 });
-    const stop = new AbortController();
-    const running = cache.run(stop.signal);
-    await cache.synced;
-    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
-    expect(messages()).toContain("the API server offers no watch list; listing by pages");
     stop.abort();
     await running;
   });
@@ -108,6 +132,60 @@ describe("a reflector's list", () => {
     expect(messages()).toContain("list/watch failed; retrying with backoff");
     expect(messages()).not.toContain("the API server offers no watch list; listing by pages");
     expect(api.asked.filter((u) => u.searchParams.get("watch") !== "true")).toEqual([]);
+    stop.abort();
+    await running;
+  });
+});
+
+describe("a reflector's list after a watch list that did not end its initial events", () => {
+  const thisList = "the watch list went silent before its initial events ended; listing by pages this time";
+  const forGood = "the API server offers no watch list; listing by pages";
+  const silentForGood =
+    "3 watch lists in a row went silent before their initial events ended; listing by pages from now on";
+
+  it("lists by pages once where a watch list went silent, and by a watch list again at the next list", async () => {
+    const clock = new ManualClock({ sleepsInstantly: true });
+    const api = await scriptedServer(["silent", "whole"], 1, clock);
+    const { cache, messages } = reflector(api.client, { watchIdleMs: 50, clock });
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    await cache.synced;
+    // The first list by pages; its watch expired (410); the list after it a watch list, whole.
+    await vi.waitFor(() => expect(cache.resourceVersion).toBe("12"));
+    expect(api.asked()).toMatch(/^L P W L( W)?$/);
+    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
+    expect(messages().filter((m) => m === thisList)).toHaveLength(1);
+    expect(messages()).not.toContain(forGood);
+    stop.abort();
+    await running;
+  });
+
+  it("lists by pages for good after three silent watch lists in a row (a server that ignores the parameter and sends no bookmarks); a whole one starts the count again", async () => {
+    const clock = new ManualClock({ sleepsInstantly: true });
+    const api = await scriptedServer(["silent", "whole", "silent", "silent", "silent"], 5, clock);
+    const { cache, messages } = reflector(api.client, { watchIdleMs: 50, clock });
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    // Each list followed by its watch, expired (410) until the last, which stays open.
+    await vi.waitFor(() => expect(api.asked()).toBe("L P W L L P W L P W L P W P W"), { timeout: 4_000 });
+    expect(messages().filter((m) => m === thisList)).toHaveLength(3);
+    expect(messages().filter((m) => m === silentForGood)).toHaveLength(1);
+    expect(cache.list()).toHaveLength(3);
+    stop.abort();
+    await running;
+  });
+
+  it("lists by pages for good, at the next list too, where the server kept a watch list its whole timeout without ending it (the parameter ignored)", async () => {
+    const clock = new ManualClock({ sleepsInstantly: true });
+    const api = await scriptedServer(["ignored"], 1, clock);
+    const { cache, messages } = reflector(api.client, { clock });
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    await cache.synced;
+    await vi.waitFor(() => expect(api.asked()).toBe("L P W P W"));
+    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
+    expect(messages().filter((m) => m === forGood)).toHaveLength(1);
+    expect(messages()).not.toContain(thisList);
     stop.abort();
     await running;
   });
