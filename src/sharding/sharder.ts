@@ -29,6 +29,7 @@ import {
 import { chooseMoves } from "./pass-choose.ts";
 import { walk } from "./pass-walk.ts";
 import { orderWrites, runWrites, type ShardLabelsDenied, type WriteResult } from "./pass-write.ts";
+import { GoneOwners } from "./recreated.ts";
 import { SHARDER_REPLICA_SHARE } from "./ring.ts";
 import { RingChoices } from "./ring-choices.ts";
 
@@ -132,12 +133,15 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   #placing: { ring: Inheritance; since: number } | undefined;
   /** The resources (uids) whose label write failed in the last pass: tried after the others. */
   #failed: ReadonlySet<string> = new Set();
+  /** Who had the resources deleted a moment ago: one created again in its place goes there first. */
+  readonly #gone: GoneOwners;
   readonly #unsubscribe: () => void;
 
   constructor(options: SharderOptions<R>) {
     this.#opts = options;
     this.#choices = new RingChoices(options.ringSeed);
     this.#ring = options.membership ?? new RingMembership();
+    this.#gone = new GoneOwners(options.leaseDurationMs);
     const { ports } = options;
     this.#holds = new LeaseHolds({
       holder: `${SHARDER_HOLDER_PREFIX}${options.identity}`,
@@ -151,13 +155,11 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     this.#unsubscribe = ports.subscribe({
       // Remembers the labels as last read before they first change (a change after that keeps them).
       updated: (old, next) => {
-        if (old.uid !== next.uid) this.#before.delete(old.uid);
+        if (old.uid !== next.uid) this.#removed(old);
         else if ((old.owner !== next.owner || old.drain !== next.drain) && !this.#before.has(old.uid))
           this.#before.set(old.uid, this.#states.of(old));
       },
-      deleted: (resource) => {
-        this.#before.delete(resource.uid);
-      },
+      deleted: (resource) => this.#removed(resource),
     });
   }
 
@@ -216,12 +218,19 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     return { members: live, leader: this.#opts.self };
   }
 
+  /** `resource` left the store (deleted, or replaced by a new object of its name): see `recreated.ts`. */
+  #removed(resource: R): void {
+    this.#gone.removed(resource, this.#before, this.#opts.clock.now());
+  }
+
   /** One pass: walk, choose moves and drains, write, then the holds (see the module comment). */
   async pass(signal: AbortSignal): Promise<PassReport> {
     const { ports, clock } = this.#opts;
     const now = clock.now();
     const all = ports.leases();
     const live = this.#ring.live(all, now);
+    // A resource taking the place of one deleted a moment ago goes back where it was (`recreated.ts`).
+    this.#gone.recreated(ports.resources(), live, now, this.#before, (l) => this.#states.of(l));
     const leases = new Map(all.map((l) => [l.name, l]));
     this.#choices.use(live, this.#opts.self);
     const ring = this.#view(live, leases, now);

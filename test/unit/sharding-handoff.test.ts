@@ -332,3 +332,26 @@ describe("a share released while the owner writes for another replica a resource
     expect(await h.reconciles(INHERITED)).toBe(true);
   });
 });
+
+describe("a resource of a released share deleted and created again under its name", () => {
+  // The sharder gives the new resource to the replica that had the deleted one (`recreated.ts`):
+  // its write for the deleted one, the same deployment by name, may still run at the service.
+  it("is part of the release there: not reconciled, and the release said only once that write was answered", async () => {
+    const key = SHARE[0] ?? "";
+    const h = await owner();
+    const { answer, reconcile } = await writing(h.replica, key);
+    await h.join();
+    h.relabel(key, undefined);
+    h.relabel(key, "a");
+    for (let i = 0; i < 5; i++) {
+      await h.advance(RETRY_MS);
+      expect(h.leases.get("a")?.released).toBeUndefined();
+      expect(await h.reconciles(key)).toBe(false);
+    }
+    answer();
+    await reconcile;
+    await h.advance(RETRY_MS * 2);
+    expect(h.leases.get("a")?.released?.identity).toBe("d_1");
+    expect(await h.reconciles(key)).toBe(false);
+  });
+});

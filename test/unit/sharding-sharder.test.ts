@@ -17,6 +17,7 @@ import {
 import { MAX_TAKES_PER_PASS, MAX_WRITES_PER_PASS, type ShardedResource } from "../../src/sharding/pass.ts";
 import { RIVALS_PER_PASS } from "../../src/sharding/pass-choose.ts";
 import { deniedMessage, ShardLabelsDenied } from "../../src/sharding/pass-write.ts";
+import { GoneOwners, MAX_REMEMBERED_GONE, RECREATED_WITHIN_MS } from "../../src/sharding/recreated.ts";
 import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import { Sharder } from "../../src/sharding/sharder.ts";
 import { ManualClock } from "../support/manual-clock.ts";
@@ -110,6 +111,18 @@ class World {
 
   owner(key: string): string | undefined {
     return this.resources.get(key)?.labels?.[OWNER_LABEL];
+  }
+
+  /** Deletes the resource at `key`, telling the sharders. */
+  remove(key: string): void {
+    const old = this.resources.get(key);
+    this.resources.delete(key);
+    if (old) for (const w of this.#watchers) w.deleted(old);
+  }
+
+  /** A new resource (a new uid, no labels) at `key`, claiming `claim`; it replaces any there in one event. */
+  create(key: string, claim: string): void {
+    this.put(key, resource(key, `uid-${this.#rv}-${key}`, String(this.#rv++), undefined, claim));
   }
 
   /** What every owner asked to drain does: let go, handing over to the replica the drain names. */
@@ -918,6 +931,116 @@ describe("the sharder", () => {
     expect([...w.leases.keys()].filter((name) => name.includes(".."))).toEqual([]);
     for (const k of own) expect(w.owner(k)).toBe("a");
     for (const k of ofB) expect(w.owner(k)).toBe("a");
+  });
+});
+
+describe("a resource deleted and created again under its name", () => {
+  const FOUR = ["a", "b", "c", "d"];
+
+  /**
+   * Members a, b and c, 200 resources placed; then "d" joins. `key` is one the ring now gives "d",
+   * still labelled for `owner`, which may still be reconciling it or waiting for a write's answer
+   * (it hands it over, or releases it, only once that ended).
+   */
+  async function joined() {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(200);
+    const sharder = w.sharder();
+    await sharder.pass(signal);
+    w.renew("d");
+    const moving = [...w.resources.values()].find((r) => ownerOf(r.claim, FOUR) === "d");
+    if (!moving) throw new Error("nothing moves to d");
+    const owner = w.owner(moving.key) ?? "";
+    expect(owner).not.toBe("d");
+    /** Passes, the members renewing and each drain acknowledged, until `key` is labelled for "d" (at most 6). */
+    const settle = async () => {
+      for (let p = 0; p < 6 && w.owner(moving.key) !== "d"; p++) {
+        for (const m of FOUR) w.renew(m);
+        await sharder.pass(signal);
+        w.acknowledgeDrains();
+      }
+    };
+    return { w, sharder, key: moving.key, claim: moving.claim, owner, settle };
+  }
+
+  for (const [what, recreate] of [
+    [
+      "deleted, then created",
+      (w: World, key: string, claim: string) => {
+        w.remove(key);
+        w.create(key, claim);
+      },
+    ],
+    ["replaced in one event (a relist)", (w: World, key: string, claim: string) => w.create(key, claim)],
+  ] as const)
+    it(`goes first to the replica that had it, not straight to the one the ring now gives it, and moves on from there: ${what}`, async () => {
+      const { w, sharder, key, claim, owner, settle } = await joined();
+      recreate(w, key, claim);
+      await sharder.pass(signal);
+      // The same deployment by name: its old owner may still write it for the deleted resource.
+      expect(w.owner(key)).toBe(owner);
+      // Moved as any resource of that owner: drained, let go, labelled for the ring's choice.
+      await settle();
+      expect(w.owner(key)).toBe("d");
+    });
+
+  it("goes by the ring when it claims another name, a rival of its claim is labelled for another replica, or it came after the time remembered", async () => {
+    const other = await joined();
+    const name = Array.from({ length: 50 }, (_, i) => `renamed${i}`).find(
+      (c) => ownerOf(c, FOUR) !== other.owner,
+    );
+    if (!name) throw new Error("no other claim");
+    other.w.remove(other.key);
+    other.w.create(other.key, name);
+    await other.sharder.pass(signal);
+    expect(other.w.owner(other.key)).toBe(ownerOf(name, FOUR));
+
+    // A rival already labelled for the newcomer: the claim is judged there, not split over two.
+    const rival = await joined();
+    rival.w.create("ns/x-rival", rival.claim);
+    rival.w.label("ns/x-rival", { [OWNER_LABEL]: "d" });
+    rival.w.remove(rival.key);
+    rival.w.create(rival.key, rival.claim);
+    await rival.sharder.pass(signal);
+    expect(rival.w.owner(rival.key)).toBe("d");
+
+    const late = await joined();
+    late.w.remove(late.key);
+    for (let t = 0; t < RECREATED_WITHIN_MS; t += LEASE_MS / 2) {
+      late.w.clock.advance(LEASE_MS / 2);
+      for (const m of FOUR) late.w.renew(m);
+    }
+    late.w.create(late.key, late.claim);
+    await late.sharder.pass(signal);
+    expect(late.w.owner(late.key)).toBe("d");
+  });
+
+  it("goes by the ring when the replica that had it is not live", async () => {
+    const { w, sharder, key, claim, owner } = await joined();
+    w.remove(key);
+    // Its owner stops renewing; the others go on.
+    for (let t = 0; t <= 2 * LEASE_MS; t += LEASE_MS / 2) {
+      w.clock.advance(LEASE_MS / 2);
+      for (const m of FOUR) if (m !== owner) w.renew(m);
+      await sharder.pass(signal);
+    }
+    w.create(key, claim);
+    await sharder.pass(signal);
+    const live = FOUR.filter((m) => m !== owner);
+    expect(w.owner(key)).toBe(ownerOf(claim, live));
+  });
+
+  it("is remembered for a bounded number of deletions, the oldest forgotten first", () => {
+    const gone = new GoneOwners(LEASE_MS);
+    const before = new Map();
+    const at = (i: number) => resource(`ns/g${i}`, `old-${i}`, "1", { [OWNER_LABEL]: "a" }, `g${i}`);
+    for (let i = 0; i <= MAX_REMEMBERED_GONE; i++) gone.removed(at(i), before, 0);
+    const created = [0, 1, MAX_REMEMBERED_GONE].map((i) =>
+      resource(`ns/g${i}`, `new-${i}`, "2", undefined, `g${i}`),
+    );
+    gone.recreated(created, ["a"], 1, before, (labels) => labels);
+    expect([...before.keys()]).toEqual([`new-1`, `new-${MAX_REMEMBERED_GONE}`]);
   });
 });
 
