@@ -3,11 +3,15 @@
 // RingMoves (what it stops, when it says so, when it lets go), the newcomer's side in Heirs, and
 // the sharder's take. The whole protocol against a real API server is in
 // test/integration/sharding-release.test.ts.
+import { Environment } from "@marcbachmann/cel-js";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { openApiSchema } from "../../src/crd/render.ts";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { apiErrorFrom } from "../../src/kube/errors.ts";
 import { decodeLease, handOverLabels, OWNER_LABEL } from "../../src/kube/shards.ts";
+import { type Claimant, claimOf } from "../../src/reconcile/inputs.ts";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import { Heirs, releaseFor } from "../../src/sharding/heirs.ts";
 import { LeaseHolds } from "../../src/sharding/holds.ts";
@@ -484,5 +488,68 @@ describe("a replica's hand-over write", () => {
     for (const status of [408, 429, 500, 503])
       await expect(write(apiErrorFrom(status, {}, "PATCH"))).rejects.toThrow(`HTTP ${status}`);
     await expect(write(new Error("socket hang up"))).rejects.toThrow("socket hang up");
+  });
+});
+
+describe("a released resource's claim", () => {
+  // The release gives the newcomer the resources by their claim (`heirOf(claimOf(…))`, on both
+  // sides): were a claim to change while the release lasts, a resource would move between owner
+  // and newcomer by the ring meanwhile. It cannot: namespace and name are fixed by Kubernetes,
+  // and the CRD's transition rules refuse every update that changes the service name or the
+  // connection (against a real API server: test/integration/crd-validation.test.ts). Here: the
+  // rules refuse exactly the updates that change the claim, as the API server evaluates them.
+  const env = new Environment({ unlistedVariablesAreDyn: true, homogeneousAggregateLiterals: false });
+  const cel = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(cel)
+      : v !== null && typeof v === "object"
+        ? new Map(Object.entries(v).map(([k, x]) => [k, cel(x)]))
+        : v;
+  type Node = { properties?: Record<string, Node>; "x-kubernetes-validations"?: { rule: string }[] };
+  const root = openApiSchema() as Node;
+  const spec = root.properties?.spec as Node;
+  const ref = spec.properties?.connectionRef as Node;
+  /** Whether a transition rule of the CRD refuses the update from `old` to `next`. */
+  const refused = (old: Claimant, next: Claimant): boolean =>
+    (
+      [
+        [root, old, next],
+        [spec, old.spec, next.spec],
+        [ref, old.spec.connectionRef, next.spec.connectionRef],
+      ] as const
+    ).some(
+      ([node, o, n]) =>
+        o !== undefined &&
+        n !== undefined &&
+        (node["x-kubernetes-validations"] ?? [])
+          .filter((r) => /\boldSelf\b/.test(r.rule))
+          .some((r) => env.parse(r.rule)({ self: cel(n), oldSelf: cel(o) }) !== true),
+    );
+  const at = (spec: Partial<DeploymentSpec>): Claimant => ({
+    metadata: { namespace: "team", name: "web" },
+    spec: { source: "internal_docker", ...spec } as DeploymentSpec,
+  });
+  const own = { kind: "ServiceConnection", name: "tenant" } as const;
+  const specs: Partial<DeploymentSpec>[] = [
+    {},
+    { name: "web" },
+    { name: "api" },
+    { connectionRef: own },
+    { connectionRef: own, name: "api" },
+    { connectionRef: { ...own, name: "other" } },
+    { connectionRef: { kind: "ClusterServiceConnection", name: "tenant" } },
+  ];
+
+  it("cannot change on an update: the CRD refuses every update that changes it, and no other", () => {
+    let changes = 0;
+    for (const from of specs)
+      for (const to of specs) {
+        const old = at(from);
+        const next = at(to);
+        const changed = claimOf(old) !== claimOf(next);
+        if (changed) changes += 1;
+        expect(refused(old, next), `${JSON.stringify(from)} → ${JSON.stringify(to)}`).toBe(changed);
+      }
+    expect(changes).toBeGreaterThan(30);
   });
 });
