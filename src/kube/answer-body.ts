@@ -15,7 +15,7 @@ export class AnswerTooLargeError extends Error {
   }
 }
 
-/** A stream that went its request's `idleMs` without a byte. */
+/** A stream that went its request's `idleMs` without a byte, its answer's headers included. */
 export class StreamIdleError extends Error {
   override readonly name = "StreamIdleError";
 }

@@ -53,8 +53,10 @@ export interface KubeRequest {
   /** Overrides the client's default timeout for this call. For streams: the whole stream's lifetime. */
   timeoutMs?: number;
   /**
-   * For a stream: the longest it may go without a byte; then it fails. A watch that stays open
-   * but says nothing (a proxy stuck between) is found by this, long before its whole lifetime.
+   * For a stream: the longest it may go without a byte, its answer's headers included (an API
+   * server writes a watch's at once); then it fails with a {@link StreamIdleError}. A watch that
+   * stays open but says nothing (a proxy stuck between) is found by this, long before its whole
+   * lifetime.
    */
   idleMs?: number;
   /**
@@ -158,16 +160,12 @@ export class KubeClient {
 
   /** Opens a streaming GET (a watch) and yields each line's JSON value. */
   async stream(req: KubeRequest): Promise<AsyncIterable<unknown>> {
-    const { res, settled, timedOut } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs);
+    const timeoutMs = req.timeoutMs ?? this.#timeoutMs;
+    const { res, settled, timedOut } = await this.#send(req, timeoutMs, false, req.idleMs);
     const status = res.statusCode ?? 0;
     if (status !== 200) {
       const text = await readBody(res, describe(req), true).catch(timedOut).finally(settled);
       throw failed(res, parseJson(text), req);
-    }
-    if (req.idleMs !== undefined) {
-      const idleMs = req.idleMs;
-      const idle = () => new StreamIdleError(`${describe(req)}: no data within ${idleMs} ms`);
-      res.setTimeout(idleMs, () => res.destroy(idle()));
     }
     return jsonLines(res, describe(req), settled);
   }
@@ -177,12 +175,15 @@ export class KubeClient {
    * the body was read (or the stream ended). A timer of our own rather than AbortSignal.timeout:
    * such a signal, once the request listened to it, stays alive with its timer until the timeout
    * would have fired, and at 150 requests a second during mass creates that kept ~5,000 signals
-   * and timers in the heap.
+   * and timers in the heap. `idleMs` (a stream's) bounds each silence, the wait for the answer's
+   * headers included, by the connection's own inactivity timer: one mechanism from the request
+   * sent to the stream's end, and no timer more per request.
    */
   async #send(
     req: KubeRequest,
     timeoutMs: number,
     pooled = false,
+    idleMs?: number,
   ): Promise<{ res: http.IncomingMessage; settled: () => void; timedOut: (error: unknown) => never }> {
     const url = this.#url(req);
     const { options, headers: authHeaders } = await this.#credentials();
@@ -222,12 +223,31 @@ export class KubeClient {
       const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
         // A proxy's agent (set by the credentials) is kept; otherwise the pool, or Node's own.
         const agent = options.agent ?? (pooled ? this.#pool : undefined);
+        const idle = idleMs === undefined ? {} : { timeout: idleMs };
+        let answer: http.IncomingMessage | undefined;
         const outgoing = transport.request(
           url,
-          { ...options, ...(agent ? { agent } : {}), method: req.method, headers, signal },
-          resolve,
+          { ...options, ...(agent ? { agent } : {}), ...idle, method: req.method, headers, signal },
+          (res) => {
+            answer = res;
+            resolve(res);
+          },
         );
-        outgoing.on("error", (err) => reject(new Error(`${describe(req)}: ${err.message}`, { cause: err })));
+        outgoing.on("error", (err) =>
+          reject(
+            err instanceof StreamIdleError
+              ? err
+              : new Error(`${describe(req)}: ${err.message}`, { cause: err }),
+          ),
+        );
+        // The connection's inactivity timer (`timeout`, set before it connects) ends a silence:
+        // before the answer's headers the request fails, after them the answer's reader does.
+        if (idleMs !== undefined) {
+          outgoing.on("timeout", () => {
+            const error = new StreamIdleError(`${describe(req)}: no data within ${idleMs} ms`);
+            (answer ?? outgoing).destroy(error);
+          });
+        }
         outgoing.once("socket", hearSocketErrors);
         outgoing.end(payload);
       });

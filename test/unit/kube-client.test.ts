@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AnswerTooLargeError, KubeClient } from "../../src/kube/client.ts";
+import { AnswerTooLargeError, KubeClient, StreamIdleError } from "../../src/kube/client.ts";
 import { StaticCredentials, TOKEN_FILE_REFRESH_MS } from "../../src/kube/credentials.ts";
 import { followersOf } from "../../src/runtime/clock.ts";
 
@@ -150,6 +150,30 @@ describe("KubeClient", () => {
     await expect(client.request({ method: "GET", path: "/api", timeoutMs: 200 })).rejects.toThrow(
       "GET /api: timeout: no complete answer within 200 ms",
     );
+  });
+
+  it("fails a stream whose answer's headers never come within its idleMs, as one silent after them, and closes its connection", async () => {
+    // An API server writes a watch's headers at once: one that holds them back is as stuck as
+    // one that goes silent after them, and must not hold the watch for its whole lifetime.
+    let headers = false;
+    const closed: unknown[] = [];
+    const client = await clientOf((req, res) => {
+      req.socket.once("close", () => closed.push(req.url));
+      if (!headers) return;
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.write('{"type":"BOOKMARK"}\n');
+    }, 60_000);
+    const watch = { method: "GET", path: "/apis/x", idleMs: 200, timeoutMs: 60_000 } as const;
+    await expect(client.stream(watch)).rejects.toBeInstanceOf(StreamIdleError);
+    await expect(client.stream(watch)).rejects.toThrow("GET /apis/x: no data within 200 ms");
+    await vi.waitFor(() => expect(closed).toHaveLength(2));
+    headers = true;
+    const lines: unknown[] = [];
+    const reading = (async () => {
+      for await (const line of await client.stream(watch)) lines.push(line);
+    })();
+    await expect(reading).rejects.toBeInstanceOf(StreamIdleError);
+    expect(lines).toEqual([{ type: "BOOKMARK" }]);
   });
 
   it("drops a 2xx answer unread when asked to, on a connection it then reuses", async () => {
