@@ -4,6 +4,9 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
+import { isKubeObject, type KubeObject } from "../../src/kube/object.ts";
+import { Reflector, type ReflectorOptions } from "../../src/kube/reflector.ts";
+import { capturingLogger } from "./logs.ts";
 
 const open = new Set<Server>();
 
@@ -41,4 +44,26 @@ export function initialEvents(items: readonly unknown[], resourceVersion: string
   return [...items.map((object) => ({ type: "ADDED", object })), end]
     .map((e) => `${JSON.stringify(e)}\n`)
     .join("");
+}
+
+/**
+ * A reflector of `things` (any object, core group) through `client`: watches of 1–2 s on the
+ * server (so ≥ 31 s on the client), a backoff of 10–20 ms, its log captured; `options` add to
+ * these or replace them.
+ */
+export function thingsReflector(
+  client: KubeClient,
+  options: Partial<ReflectorOptions<KubeObject>> = {},
+): { cache: Reflector<KubeObject>; messages: () => string[] } {
+  const { logger, messages } = capturingLogger();
+  const cache = new Reflector<KubeObject>({
+    client,
+    resource: { group: "", version: "v1", plural: "things" },
+    decode: (raw) => (isKubeObject(raw) ? raw : undefined),
+    minWatchTimeoutSeconds: 1,
+    backoff: { baseMs: 10, maxMs: 20 },
+    logger,
+    ...options,
+  });
+  return { cache, messages };
 }

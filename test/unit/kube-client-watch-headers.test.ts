@@ -2,10 +2,9 @@
 // and holds the answer back) fails after the watch's idle bound, as one silent after its headers:
 // the cache it feeds lists or watches again instead of waiting out the watch's whole lifetime.
 import { describe, expect, it, vi } from "vitest";
-import { isKubeObject, type KubeObject } from "../../src/kube/object.ts";
-import { Reflector } from "../../src/kube/reflector.ts";
-import { initialEvents, kubeStub } from "../support/kube-stub.ts";
-import { capturingLogger } from "../support/logs.ts";
+import type { KubeObject } from "../../src/kube/object.ts";
+import type { Reflector } from "../../src/kube/reflector.ts";
+import { initialEvents, kubeStub, thingsReflector } from "../support/kube-stub.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const item = (name: string) => ({ metadata: { namespace: "ns", name, resourceVersion: "5" } });
@@ -39,16 +38,9 @@ async function cacheOf(answer: (asked: Asked, nth: number) => "held" | string) {
     const next = at + 1 < items.length ? { continue: String(at + 1) } : {};
     res.end(JSON.stringify({ metadata: { resourceVersion: "9", ...next }, items: [items[at]] }));
   });
-  const { logger, messages } = capturingLogger();
-  const cache = new Reflector<KubeObject>({
-    client,
-    resource: { group: "", version: "v1", plural: "things" },
-    decode: (raw) => (isKubeObject(raw) ? raw : undefined),
-    minWatchTimeoutSeconds: 1,
+  const { cache, messages } = thingsReflector(client, {
     watchIdleMs: 200,
     clock: new ManualClock({ sleepsInstantly: true }),
-    backoff: { baseMs: 10, maxMs: 20 },
-    logger,
   });
   const stop = new AbortController();
   const running = cache.run(stop.signal);

@@ -1,10 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import type { KubeClient } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
 import { initialEventsEnd, isIgnored, refusesWatchList } from "../../src/kube/listing.ts";
 import { isKubeObject, type KubeObject } from "../../src/kube/object.ts";
 import { Reflector } from "../../src/kube/reflector.ts";
-import { initialEvents, kubeStub } from "../support/kube-stub.ts";
+import { initialEvents, kubeStub, thingsReflector as reflector } from "../support/kube-stub.ts";
 import { capturingLogger } from "../support/logs.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -29,23 +28,6 @@ async function apiServer(
     } else res.write("");
   });
   return { client, asked };
-}
-
-function reflector(
-  client: KubeClient,
-  watch: { minWatchTimeoutSeconds?: number; watchIdleMs?: number; clock?: ManualClock } = {},
-) {
-  const { logger, messages } = capturingLogger();
-  const cache = new Reflector<KubeObject>({
-    client,
-    resource: { group: "", version: "v1", plural: "things" },
-    decode: (raw) => (isKubeObject(raw) ? raw : undefined),
-    minWatchTimeoutSeconds: 1,
-    ...watch,
-    backoff: { baseMs: 10, maxMs: 20 },
-    logger,
-  });
-  return { cache, messages };
 }
 
 const added = (object: unknown) => `${JSON.stringify({ type: "ADDED", object })}\n`;
