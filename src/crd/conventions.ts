@@ -9,6 +9,8 @@
  *   when its status moves, each carries the generation it was computed from, and `Reconciling`
  *   and `Stalled` are present only while True and never together. Messages arrive cleaned
  *   (redacted, cut) by the kind that wrote them, and leave as one printable line.
+ * - A status field a version does not know (a newer release's, valid under its CRD) is kept as
+ *   read by each status write ({@link unknownFieldsOf}).
  * - How connections are named and keyed: which connection a Deployment resource means by its
  *   `spec.connectionRef`, the key the connection controller's queue, the session registry and the
  *   claim index share, how `status.connection` and messages name one, and the flow (the tenant's
@@ -129,6 +131,22 @@ export function putConditions(
     );
   }
   return next;
+}
+
+/**
+ * The top-level fields of `read` (a status read) outside `known`, as they are: the same values,
+ * never copied or walked (one pass over its keys), so a status written with them compares equal
+ * to `read` at once and they never cause a write. Each an own field, whatever its name.
+ */
+export function unknownFieldsOf(
+  read: object | undefined,
+  known: ReadonlySet<string>,
+): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(read ?? {}))
+    if (!known.has(key) && value !== undefined)
+      Object.defineProperty(fields, key, { value, enumerable: true, writable: true, configurable: true });
+  return fields;
 }
 
 /** `spec.connectionRef` of a Deployment resource. */

@@ -368,3 +368,14 @@ export const DeploymentResourceStatusSchema = Type.Object(
   { description: "What the operator last observed of the service's deployment and did about it." },
 );
 export type DeploymentResourceStatus = Static<typeof DeploymentResourceStatusSchema>;
+
+/**
+ * The top-level status fields this version knows. A status read may hold others: a newer
+ * release's, valid under its CRD, which stays installed when the operator is rolled back with its
+ * CRDs managed apart. A status write keeps them as they are (`unknownFieldsOf` in
+ * `conventions.ts`, `statusResidue` in `kube/custom-resources.ts`), so that the newer release
+ * finds them again.
+ */
+export const STATUS_FIELDS: ReadonlySet<string> = new Set(
+  Object.keys(DeploymentResourceStatusSchema.properties),
+);

@@ -7,6 +7,7 @@
  * `connections.ts`, their triggers `triggers.ts`; each kind's decode, `object.ts`).
  */
 import { type DeploymentResourceStatus, GROUP, KIND, PLURAL, VERSION } from "../crd/schema.ts";
+import { STATUS_FIELDS } from "../crd/status-schema.ts";
 import { claimOf, olderThan } from "../reconcile/inputs.ts";
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
 import type { Controller } from "../runtime/controller.ts";
@@ -36,6 +37,8 @@ export interface CustomResourceKind extends ResourceType {
   kind: string;
   /** Cluster-scoped: one cache for the whole cluster, whatever the watched namespaces. */
   clusterScoped?: boolean;
+  /** The top-level status fields this version knows: a write never removes another. Unset: all. */
+  statusFields?: ReadonlySet<string>;
 }
 
 /** Options of {@link CustomResources}. */
@@ -138,11 +141,12 @@ export class CustomResources<
    * A status written by someone else (a merge patch, `kubectl edit --subresource=status`, a
    * restore tool) is co-owned by that writer, and an apply removes only what the operator owns
    * alone. So what the status holds beyond `status` ({@link statusResidue}: a condition type or a
-   * top-level field `status` lacks) is removed with a JSON Patch under the resourceVersion: after
-   * the apply, when its answer shows such a residue (a stale condition or record), and before
-   * applying once more when the apply was refused as invalid (a condition left partial by the
-   * removal of the fields the operator owned alone). A status written only by the operator has
-   * no residue: one request.
+   * known top-level field `status` lacks) is removed with a JSON Patch under the resourceVersion:
+   * after the apply, when its answer shows such a residue (a stale condition or record), and
+   * before applying once more when the apply was refused as invalid (a condition left partial by
+   * the removal of the fields the operator owned alone). A status written only by the operator
+   * has no residue: one request. A field outside the kind's `statusFields` (a newer release's,
+   * which the operator may own alone) stays when `status` carries it as read.
    */
   async patchStatus(ref: ObjectRef, status: S, signal: AbortSignal, resourceVersion?: string): Promise<T> {
     let written: T;
@@ -151,7 +155,7 @@ export class CustomResources<
     } catch (err) {
       if (!(err instanceof KubeApiError) || err.status !== 422) throw err;
       const live = await this.getLive(ref, signal);
-      const residue = live && statusResidue(live.status, status);
+      const residue = live && statusResidue(live.status, status, this.#type.statusFields);
       if (!live || !residue?.length) throw err;
       const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion).catch(
         raceAsConflict(this.#refusals, objectKey(refOf(live))),
@@ -163,7 +167,7 @@ export class CustomResources<
         resourceVersion && cleaned.metadata.resourceVersion,
       );
     }
-    const residue = statusResidue(written.status, status);
+    const residue = statusResidue(written.status, status, this.#type.statusFields);
     if (residue.length === 0) return written;
     try {
       return await this.#jsonPatch(written, residue, signal, "/status");
@@ -275,18 +279,19 @@ const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1")
 
 /**
  * The JSON Patch removals that leave of `live` (a status as stored) only what `desired` (the
- * status the operator applies) has: each top-level field `desired` lacks, and each condition of a
- * type `desired` lacks (by index, last first, so that every index holds as the ops apply). Keys
- * and condition types only, never values: O(fields + conditions). Empty when `live` holds nothing
- * more, which is the case of every status only the operator wrote. The status schema defaults no
- * field (a defaulted one would come back after each removal).
+ * status the operator applies) has: each top-level field of `known` (default: any) `desired`
+ * lacks, and each condition of a type `desired` lacks (by index, last first, so that every index
+ * holds as the ops apply). Keys and condition types only, never values: O(fields + conditions).
+ * Empty when `live` holds nothing more, which is the case of every status only the operator
+ * wrote. The status schema defaults no field (a defaulted one would come back after each removal).
  */
-export function statusResidue(live: unknown, desired: unknown): { op: "remove"; path: string }[] {
+export function statusResidue(live: unknown, desired: unknown, known?: ReadonlySet<string>) {
   if (!isRecord(live)) return [];
   const want = isRecord(desired) ? desired : {};
   const ops: { op: "remove"; path: string }[] = [];
   for (const key of Object.keys(live))
-    if (want[key] === undefined) ops.push({ op: "remove", path: `/status/${pointer(key)}` });
+    if (want[key] === undefined && (known?.has(key) ?? true))
+      ops.push({ op: "remove", path: `/status/${pointer(key)}` });
   const conditions = live.conditions;
   if (want.conditions === undefined || !Array.isArray(conditions)) return ops;
   const types = new Set<unknown>();
@@ -299,7 +304,13 @@ export function statusResidue(live: unknown, desired: unknown): { op: "remove"; 
 }
 
 /** The resource type `deployments.dms.dev`. */
-export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION, plural: PLURAL, kind: KIND };
+export const DEPLOYMENTS: CustomResourceKind = {
+  group: GROUP,
+  version: VERSION,
+  plural: PLURAL,
+  kind: KIND,
+  statusFields: STATUS_FIELDS,
+};
 
 /** Options of {@link KubeDeployments}. */
 export type KubeDeploymentsOptions = CustomResourcesOptions<DeploymentObject>;

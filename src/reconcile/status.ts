@@ -20,11 +20,13 @@ import {
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
+  unknownFieldsOf,
 } from "../crd/conventions.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import {
   DeploymentResourceStatusSchema,
   STATUS_ID_MAX_LENGTH as ID,
+  STATUS_FIELDS,
   STATUS_VALUE_MAX_LENGTH,
 } from "../crd/status-schema.ts";
 import { keptExternalRevision } from "./external-revision.ts";
@@ -185,11 +187,11 @@ const OBSERVED_FIELDS = {
  * is `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
  * condition set carries `generation` and passes through secret redaction. Every string passes
  * the sink: a value holding a character of the printable rule is left unset, and the `Synced`
- * message says which.
+ * message says which. Of `previous`, a field this version does not know is kept as it is.
  */
 export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const { previous = {}, observed, sync, now, generation } = input;
-  const status: DeploymentResourceStatus = {};
+  const status: DeploymentResourceStatus = unknownFieldsOf(previous, STATUS_FIELDS);
   for (const key of Object.keys(OBSERVED_FIELDS) as (keyof typeof OBSERVED_FIELDS)[]) {
     const value = observed ? OBSERVED_FIELDS[key](observed, input) : undefined;
     if (value !== undefined) status[key] = value;

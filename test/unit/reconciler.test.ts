@@ -2471,3 +2471,25 @@ describe("a resource deleted while its connection's listing fails", () => {
     expect(w.service.total).toBe(0);
   });
 });
+
+describe("a status a newer release wrote (the operator rolled back, its CRD kept)", () => {
+  /** A newer release's record of an annotation it handled: valid under its CRD, unknown here. */
+  const handled = { annotation: "dms.dev/promote-requested-at", value: "2026-12-01T00:00:00Z" };
+  const newerField = (obj: StoredResource | undefined) => (obj?.status as Record<string, unknown>)?.handled;
+
+  it("keeps its field with no status write of its own, and in the status an edit writes", async () => {
+    const w = world();
+    await w.settled();
+    w.resources.edit(REF, (o) => Object.assign(o.status ?? {}, { handled }));
+    w.resources.writes.patchStatus = 0;
+    await w.reconcile();
+    expect(w.resources.writes.patchStatus).toBe(0);
+    expect(newerField(w.resources.stored(REF))).toEqual(handled);
+    // An edit's status write keeps it too.
+    w.resources.edit(REF, (o) => {
+      o.spec.sourceConfig = { customUrl: "https://new.example" };
+    });
+    await w.reconcile();
+    expect(w.resources.stored(REF)?.status).toMatchObject({ observedGeneration: 2, handled });
+  });
+});

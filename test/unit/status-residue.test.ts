@@ -2,6 +2,7 @@
 // types the status applied lacks (src/kube/custom-resources.ts `statusResidue`).
 import { describe, expect, it } from "vitest";
 import { CRDS, crdObject } from "../../src/crd/render.ts";
+import { STATUS_FIELDS } from "../../src/crd/status-schema.ts";
 import { CustomResources, DEPLOYMENTS, statusResidue } from "../../src/kube/custom-resources.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
@@ -44,6 +45,20 @@ describe("statusResidue", () => {
     };
     expect(statusResidue(live, { conditions: [condition("Ready"), condition("Synced")] })).toEqual([
       { op: "remove", path: "/status/conditions/3" },
+      { op: "remove", path: "/status/conditions/1" },
+    ]);
+  });
+
+  it("keeps a field outside the known ones (a newer release's), still removes a known one and any condition type", () => {
+    const live = {
+      deploymentId: "a",
+      handledPromotion: { value: "v" },
+      failedRevisionLog: { revisionId: "r" },
+      conditions: [condition("Ready"), condition("Degraded")],
+    };
+    const desired = { deploymentId: "a", conditions: [condition("Ready")] };
+    expect(statusResidue(live, desired, STATUS_FIELDS)).toEqual([
+      { op: "remove", path: "/status/failedRevisionLog" },
       { op: "remove", path: "/status/conditions/1" },
     ]);
   });
@@ -189,6 +204,19 @@ describe("patchStatus of a status someone else wrote", () => {
     ]);
     expect(written.status).toEqual({ deploymentId: "a", conditions: [condition("Ready")] });
     expect(written.metadata.resourceVersion).toBe("3");
+  });
+
+  it("keeps a field a newer release's CRD holds that the operator does not know, whoever wrote it", async () => {
+    const s = await statusServer({
+      handledPromotion: { value: "v" },
+      failedRevisionLog: { revisionId: "r" },
+    });
+    const written = await s.resources.patchStatus(ref, desired, signal, "1");
+    expect(s.requests).toEqual([
+      "PATCH application/apply-patch+yaml @1",
+      "PATCH application/json-patch+json @2",
+    ]);
+    expect(written.status).toEqual({ ...desired, handledPromotion: { value: "v" } });
   });
 
   it("returns the status applied when the removal races another writer", async () => {

@@ -305,6 +305,58 @@ describe("statusFrom: fields", () => {
   });
 });
 
+describe("statusFrom: a status a newer release wrote (the operator rolled back, its CRD kept)", () => {
+  const input: StatusInput = {
+    generation: 1,
+    observed: remote(),
+    sync: synced,
+    now: T0,
+    revision: { id: REV1, status: "DEPLOYED" },
+  };
+  const ours = statusFrom(input);
+  /** A newer release's record, valid under its CRD, which this version's schema does not name. */
+  const handled = { annotation: "dms.dev/promote-requested-at", value: "2026-12-01T00:00:00Z" };
+  const newer = (status: DeploymentResourceStatus, extra: object = {}) =>
+    ({ ...status, handledPromotion: handled, ...extra }) as DeploymentResourceStatus;
+  const unknownOf = (status: DeploymentResourceStatus) =>
+    (status as Record<string, unknown>).handledPromotion;
+
+  it("keeps a field this version does not know as read, and writes nothing new for it", () => {
+    const previous = newer(ours);
+    const next = statusFrom({ ...input, previous, now: T1 });
+    // The same value, not a copy: nothing of it is read, walked or compared deeply.
+    expect(unknownOf(next)).toBe(handled);
+    expect(statusEqual(previous, next)).toBe(true);
+    expect(changedStatusFields(previous, next)).toEqual([]);
+    // Kept whatever the reconcile clears of the fields this version knows.
+    const gone = statusFrom({ ...input, previous, observed: null, now: T1 });
+    expect(unknownOf(gone)).toBe(handled);
+    expect(gone.deploymentId).toBeUndefined();
+  });
+
+  it("still drops a field of its own it no longer sets", () => {
+    const previous = newer(ours, {
+      rolloutStartedAt: "2025-06-01T09:00:00Z",
+      failedRevisionLog: { revisionId: REV2, reason: "RevisionFailed" },
+    });
+    // The rollout's evidence, read: no rollout, no failed revision.
+    const next = statusFrom({ ...input, previous, now: T1, rollout: {} });
+    expect(next).not.toHaveProperty("rolloutStartedAt");
+    expect(next).not.toHaveProperty("failedRevisionLog");
+    expect(unknownOf(next)).toBe(handled);
+  });
+
+  it("keeps a field of any name as its own (__proto__ included), and a large one without a copy", () => {
+    const big = "x".repeat(1_000_000);
+    const previous = { ...JSON.parse('{"__proto__": {"kept": true}}'), ...ours, newerLog: big };
+    const next = statusFrom({ ...input, previous, now: T1 });
+    expect(Object.hasOwn(next, "__proto__")).toBe(true);
+    expect(JSON.parse(JSON.stringify(next))).toMatchObject({ newerLog: big });
+    expect(JSON.stringify(next)).toContain('"__proto__":{"kept":true}');
+    expect(statusEqual(previous, next)).toBe(true);
+  });
+});
+
 describe("secret values never reach a status", () => {
   it("redacts values a service error echoes, from every condition message", () => {
     fc.assert(
