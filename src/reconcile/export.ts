@@ -46,6 +46,7 @@ import type {
   ResourceRef,
   StoredResource,
 } from "./ports.ts";
+import { EXPORT_CONDITION } from "./reasons.ts";
 import type { Decided, ReconcileDeps, Run } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
 
@@ -53,8 +54,6 @@ import type { Deployment } from "./service-types.ts";
 export const EXPORT_LABEL = "dms.dev/export";
 /** The label's value; the watch's selector is `dms.dev/export=true`. */
 export const EXPORT_LABEL_VALUE = "true";
-/** The condition that says how the export went. */
-export const EXPORT_CONDITION = "Exported";
 /** Reasons of the `Exported` condition and of the export's events. */
 export const EXPORT_REASON = {
   /** The ConfigMap holds what the status says. */

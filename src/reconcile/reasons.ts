@@ -155,6 +155,16 @@ export const CONDITION_ORDER = [
   CONDITION.Reconciling,
 ] as const;
 
+/** The condition that says how the export went (`export.ts`). */
+export const EXPORT_CONDITION = "Exported";
+
+/**
+ * Every condition type the operator sets on a Deployment resource. A status read may hold
+ * another (a newer release's, before a rollback): it is not kept, because this version cannot
+ * keep it current, and a stale signal is worse than none.
+ */
+export const CONDITION_TYPES: ReadonlySet<string> = new Set([...CONDITION_ORDER, EXPORT_CONDITION]);
+
 /**
  * What one source of evidence (the service's state, or the reconcile's outcome) says of the
  * conditions: `ready` and `synced` where it speaks of them, `progress` (Reconciling) and

@@ -48,6 +48,7 @@ import {
   available,
   CONDITION,
   CONDITION_ORDER,
+  CONDITION_TYPES,
   type ConditionType,
   type ConditionValues,
   inProgress,
@@ -187,7 +188,8 @@ const OBSERVED_FIELDS = {
  * is `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
  * condition set carries `generation` and passes through secret redaction. Every string passes
  * the sink: a value holding a character of the printable rule is left unset, and the `Synced`
- * message says which. Of `previous`, a field this version does not know is kept as it is.
+ * message says which. Of `previous`, a field this version does not know is kept as it is, a
+ * condition of a type it does not set is not.
  */
 export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const { previous = {}, observed, sync, now, generation } = input;
@@ -262,7 +264,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     // Reconciling and Stalled never stand together: a stalled resource is not making progress.
     [CONDITION.Reconciling]: stalled ? undefined : (outcome.progress ?? service.progress),
   };
-  const previousConditions = previous.conditions ?? [];
+  const previousConditions = (previous.conditions ?? []).filter((c) => CONDITION_TYPES.has(c.type));
   if (!values.Ready && !previousConditions.some((c) => c.type === CONDITION.Ready)) {
     values.Ready = notObservedYet(sync.kind === "paused");
   }

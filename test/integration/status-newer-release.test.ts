@@ -5,7 +5,7 @@
 // (`dms-operator`), so this version's apply would remove every field the manager owns alone and
 // the apply leaves out: it carries each field it does not know as read, and removes none of them
 // as residue, whoever wrote them. What it knows and no longer sets still goes (a failed
-// revision's record a restore tool wrote).
+// revision's record a restore tool wrote), and so does a condition of a type it does not set.
 //
 // The newer CRD is this version's with two more status fields, installed over the one the run's
 // control plane installed (crds/) under the same field manager, and put back after the file.
@@ -18,6 +18,7 @@ import { PatchType } from "../../src/kube/client.ts";
 import { FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
 import { kubectlOk, waitFor } from "../support/cluster.ts";
+import { conditionOf } from "../support/resources.ts";
 import { useScenarios } from "../support/scenario.ts";
 
 const NAME = "agent";
@@ -83,9 +84,22 @@ describe("a status a newer release wrote, after a rollback that kept its CRD", (
     });
     const ready = await s.user.waitReady(s.namespace, NAME);
     const path = `/apis/dms.dev/v1alpha1/namespaces/${s.namespace}/deployments/${NAME}/status`;
-    // The newer release's status write: all it sets, its record among them, applied as the
-    // operator applies (once the API server serves the newer schema).
-    const newerStatus = { ...ready.status, handledPromotion: HANDLED };
+    // The newer release's status write: all it sets, its record and a condition of its own
+    // among them, applied as the operator applies (once the API server serves the newer schema).
+    const newerStatus = {
+      ...ready.status,
+      handledPromotion: HANDLED,
+      conditions: [
+        ...(ready.status?.conditions ?? []),
+        {
+          type: "Degraded",
+          status: "False",
+          reason: "AsExpected",
+          message: "the newer release's condition",
+          lastTransitionTime: "2026-12-01T00:00:00Z",
+        },
+      ],
+    };
     await waitFor(
       async () => {
         const written = (await s.user.client.request({
@@ -129,6 +143,7 @@ describe("a status a newer release wrote, after a rollback that kept its CRD", (
       "the edit's status, without the failed revision's record",
     );
     expect(extra(written)).toMatchObject({ handledPromotion: HANDLED, promotionNote: NOTE });
+    expect(conditionOf(written, "Degraded")).toBeUndefined();
     const done = await s.user.waitReady(s.namespace, NAME);
     expect(extra(done)).toMatchObject({ handledPromotion: HANDLED, promotionNote: NOTE });
     expect(done.status).toMatchObject({

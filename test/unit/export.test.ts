@@ -9,7 +9,6 @@ import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/sch
 import { CONFIG_MAPS_FORBIDDEN, decodeConfigMap } from "../../src/kube/config-maps.ts";
 import {
   conflictMessage,
-  EXPORT_CONDITION,
   EXPORT_LABEL,
   EXPORT_UNAVAILABLE_RETRY_MS,
   exportData,
@@ -17,6 +16,7 @@ import {
   leftMessage,
   unlabelledMessage,
 } from "../../src/reconcile/export.ts";
+import { EXPORT_CONDITION } from "../../src/reconcile/reasons.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";

@@ -2477,13 +2477,27 @@ describe("a status a newer release wrote (the operator rolled back, its CRD kept
   const handled = { annotation: "dms.dev/promote-requested-at", value: "2026-12-01T00:00:00Z" };
   const newerField = (obj: StoredResource | undefined) => (obj?.status as Record<string, unknown>)?.handled;
 
-  it("keeps its field with no status write of its own, and in the status an edit writes", async () => {
+  it("keeps its field with no status write of its own, and drops its condition in one write", async () => {
     const w = world();
     await w.settled();
     w.resources.edit(REF, (o) => Object.assign(o.status ?? {}, { handled }));
     w.resources.writes.patchStatus = 0;
     await w.reconcile();
     expect(w.resources.writes.patchStatus).toBe(0);
+    // A condition of a type of its own: this version cannot keep it current.
+    w.resources.edit(REF, (o) =>
+      o.status?.conditions?.push({
+        type: "Degraded",
+        status: "True",
+        reason: "Lagging",
+        message: "m",
+        lastTransitionTime: "2026-12-01T00:00:00Z",
+      }),
+    );
+    await w.reconcile();
+    await w.reconcile();
+    expect(w.resources.writes.patchStatus).toBe(1);
+    expect(Object.keys(conditions(w.resources.stored(REF)))).toEqual(["Ready", "Synced"]);
     expect(newerField(w.resources.stored(REF))).toEqual(handled);
     // An edit's status write keeps it too.
     w.resources.edit(REF, (o) => {

@@ -355,6 +355,28 @@ describe("statusFrom: a status a newer release wrote (the operator rolled back, 
     expect(JSON.stringify(next)).toContain('"__proto__":{"kept":true}');
     expect(statusEqual(previous, next)).toBe(true);
   });
+
+  it("drops a condition of a type it does not set (it could not keep it current), keeps Exported", () => {
+    const at = "2025-06-01T09:00:00Z";
+    const degraded = {
+      type: "Degraded",
+      status: "True" as const,
+      reason: "Lagging",
+      message: "m",
+      lastTransitionTime: at,
+    };
+    const exported = {
+      type: "Exported",
+      status: "True" as const,
+      reason: "Exported",
+      message: "e",
+      lastTransitionTime: at,
+    };
+    const previous = { ...ours, conditions: [...(ours.conditions ?? []), degraded, exported] };
+    const next = statusFrom({ ...input, previous, now: T1 });
+    expect(next.conditions?.map((c) => c.type)).toEqual([CONDITION.Ready, CONDITION.Synced, "Exported"]);
+    expect(condition(next, "Exported")).toEqual(exported);
+  });
 });
 
 describe("secret values never reach a status", () => {
