@@ -68,6 +68,17 @@ export const OPEN_TO_ALL_NAMESPACES = {
 } as const;
 
 /**
+ * Every condition type the operator sets on a connection: the kstatus trio and
+ * {@link OPEN_TO_ALL_NAMESPACES}. A status read may hold another (a newer release's, before a
+ * rollback, or one another writer added): it is not kept, because this version cannot keep it
+ * current, and a stale signal is worse than none.
+ */
+export const CONNECTION_CONDITION_TYPES: ReadonlySet<string> = new Set([
+  ...Object.values(KSTATUS),
+  OPEN_TO_ALL_NAMESPACES.type,
+]);
+
+/**
  * Every string field of a connection's status, by its path in the schema, with its treatment:
  * the conditions' (a message quotes the service's answer to the probe and the spec's base URL),
  * and the probe's time. test/unit/status-sink.test.ts walks the schema against it.
@@ -108,7 +119,8 @@ export interface ConnectionStatusInput {
 /**
  * The status to write: conditions from the verdict (messages cut to {@link MAX_MESSAGE_LENGTH}),
  * the counts, and the providers and probe time of the last probe (kept from `previous` while the
- * connection cannot be probed), through the status sink.
+ * connection cannot be probed), through the status sink. Of `previous`, a condition of a type
+ * it does not set ({@link CONNECTION_CONDITION_TYPES}) is not kept.
  */
 export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionStatus {
   const { previous = {}, verdict, holding, generation } = input;
@@ -119,7 +131,7 @@ export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionSt
     message: holding.message,
   };
   const conditions = putConditions(
-    previous.conditions ?? [],
+    (previous.conditions ?? []).filter((c) => CONNECTION_CONDITION_TYPES.has(c.type)),
     [
       ...(said ? [{ type: KSTATUS.Ready, value: said.ready }] : []),
       { type: KSTATUS.Reconciling, value: held ?? said?.reconciling },

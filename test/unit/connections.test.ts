@@ -982,6 +982,30 @@ describe("a connection's reconcile", () => {
   });
 });
 
+describe("a connection's conditions another writer added", () => {
+  const version = (w: ReturnType<typeof world>) =>
+    w.store.objects.get(connectionKey(A))?.metadata.resourceVersion;
+
+  it("drops a condition of a type it does not set in one write: it cannot keep it current", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    w.store.objects.get(connectionKey(A))?.status?.conditions?.push({
+      type: "Degraded",
+      status: "True",
+      reason: "Lagging",
+      message: "m",
+      lastTransitionTime: "2030-01-01T00:00:00Z",
+    });
+    const written = version(w);
+    await w.reconcile(A);
+    await w.reconcile(A);
+    expect(Number(version(w))).toBe(Number(written) + 1);
+    expect(w.status(A)?.conditions?.map((c) => c.type)).toEqual(["Ready"]);
+  });
+});
+
 describe("what a connection reflects, and what it is allowed", () => {
   it("a failed probe shows its status and at most 80 printable characters of the answer, the key redacted", async () => {
     const w = world();
