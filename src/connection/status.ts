@@ -7,7 +7,11 @@
  * own table {@link CONNECTION_STATUS_STRINGS}.
  */
 import { truncate } from "../api/errors.ts";
-import { type ConnectionStatus, ConnectionStatusSchema } from "../crd/connection-schema.ts";
+import {
+  CONNECTION_STATUS_FIELDS,
+  type ConnectionStatus,
+  ConnectionStatusSchema,
+} from "../crd/connection-schema.ts";
 import {
   type ConditionValue,
   type Failure,
@@ -16,6 +20,7 @@ import {
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
+  unknownFieldsOf,
   type Verdict,
 } from "../crd/conventions.ts";
 import { statusSink } from "../reconcile/status.ts";
@@ -119,8 +124,9 @@ export interface ConnectionStatusInput {
 /**
  * The status to write: conditions from the verdict (messages cut to {@link MAX_MESSAGE_LENGTH}),
  * the counts, and the providers and probe time of the last probe (kept from `previous` while the
- * connection cannot be probed), through the status sink. Of `previous`, a condition of a type
- * it does not set ({@link CONNECTION_CONDITION_TYPES}) is not kept.
+ * connection cannot be probed), through the status sink. Of `previous`, a field this version does
+ * not know is kept as it is (the same value: it never causes a write), a condition of a type it
+ * does not set ({@link CONNECTION_CONDITION_TYPES}) is not.
  */
 export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionStatus {
   const { previous = {}, verdict, holding, generation } = input;
@@ -151,6 +157,7 @@ export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionSt
     },
   );
   const status: ConnectionStatus = {
+    ...unknownFieldsOf(previous, CONNECTION_STATUS_FIELDS),
     observedGeneration: generation,
     conditions,
     deployments: input.counts.users,

@@ -18,7 +18,7 @@ import { NamespaceSelectorSchema } from "./namespace-selector-schema.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
 import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";
-import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
+import { conditionsSchema, ObservedGenerationSchema, statusFieldsOf } from "./status-schema.ts";
 
 /** Kind of the namespaced connection: usable by the Deployment resources of its own namespace. */
 export const SERVICE_CONNECTION_KIND = "ServiceConnection";
@@ -307,6 +307,11 @@ export const ConnectionStatusSchema = Type.Object(
   { description: "Whether the operator can reach the service with this connection." },
 );
 export type ConnectionStatus = Static<typeof ConnectionStatusSchema>;
+/**
+ * The top-level status fields of either connection kind this version knows; a status write keeps
+ * any other as read (see `statusFieldsOf`).
+ */
+export const CONNECTION_STATUS_FIELDS = statusFieldsOf(ConnectionStatusSchema);
 
 const resourceSchema = <S extends TSchema>(kind: string, spec: S, description: string) =>
   Type.Object(

@@ -2,7 +2,7 @@
  * `status` of the Deployment resource (part of the one schema, see `schema.ts`): what the
  * operator last observed of the service's deployment, its conditions, and its own bookkeeping.
  */
-import { FormatRegistry, type Static, Type } from "@sinclair/typebox";
+import { FormatRegistry, type Static, type TObject, Type } from "@sinclair/typebox";
 import { StringEnum } from "./openapi-types.ts";
 
 // Lets TypeBox check `format: date-time` values (timestamps of conditions and bookkeeping).
@@ -370,12 +370,14 @@ export const DeploymentResourceStatusSchema = Type.Object(
 export type DeploymentResourceStatus = Static<typeof DeploymentResourceStatusSchema>;
 
 /**
- * The top-level status fields this version knows. A status read may hold others: a newer
- * release's, valid under its CRD, which stays installed when the operator is rolled back with its
- * CRDs managed apart. A status write keeps them as they are (`unknownFieldsOf` in
- * `conventions.ts`, `statusResidue` in `kube/custom-resources.ts`), so that the newer release
- * finds them again.
+ * The top-level status fields this version knows of a kind whose status `schema` describes. A
+ * status read may hold others: a newer release's, valid under its CRD, which stays installed when
+ * the operator is rolled back with its CRDs managed apart. A status write keeps them as they are
+ * (`unknownFieldsOf` in `conventions.ts`, `statusResidue` in `kube/custom-resources.ts`), so that
+ * the newer release finds them again.
  */
-export const STATUS_FIELDS: ReadonlySet<string> = new Set(
-  Object.keys(DeploymentResourceStatusSchema.properties),
-);
+export const statusFieldsOf = (schema: TObject): ReadonlySet<string> =>
+  new Set(Object.keys(schema.properties));
+
+/** The Deployment resource's top-level status fields (see {@link statusFieldsOf}). */
+export const STATUS_FIELDS = statusFieldsOf(DeploymentResourceStatusSchema);

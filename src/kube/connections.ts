@@ -7,6 +7,7 @@
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   CLUSTER_SERVICE_CONNECTION_PLURAL,
+  CONNECTION_STATUS_FIELDS,
   type ConnectionSpec,
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
@@ -28,6 +29,7 @@ export const SERVICE_CONNECTIONS: CustomResourceKind = {
   version: VERSION,
   plural: SERVICE_CONNECTION_PLURAL,
   kind: SERVICE_CONNECTION_KIND,
+  statusFields: CONNECTION_STATUS_FIELDS,
 };
 
 export const CLUSTER_SERVICE_CONNECTIONS: CustomResourceKind = {
@@ -36,6 +38,7 @@ export const CLUSTER_SERVICE_CONNECTIONS: CustomResourceKind = {
   plural: CLUSTER_SERVICE_CONNECTION_PLURAL,
   kind: CLUSTER_SERVICE_CONNECTION_KIND,
   clusterScoped: true,
+  statusFields: CONNECTION_STATUS_FIELDS,
 };
 
 /** One kind's objects. */

@@ -982,9 +982,27 @@ describe("a connection's reconcile", () => {
   });
 });
 
-describe("a connection's conditions another writer added", () => {
+describe("a connection's status another writer added to", () => {
   const version = (w: ReturnType<typeof world>) =>
     w.store.objects.get(connectionKey(A))?.metadata.resourceVersion;
+
+  it("keeps a field a newer release wrote (its CRD kept after a rollback) with no write of its own, through the probe's writes", async () => {
+    /** A newer release's record of its own probe: valid under its CRD, unknown here. */
+    const checked = { endpoint: "/v3/health", at: "2030-01-01T00:00:00Z" };
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    Object.assign(w.store.objects.get(connectionKey(A))?.status ?? {}, { healthCheck: checked });
+    const before = version(w);
+    await w.reconcile(A);
+    expect(version(w)).toBe(before);
+    // The next probe writes its time, and the field stays.
+    w.clock.advance(300_000);
+    await w.reconcile(A);
+    expect(w.probes).toBe(2);
+    expect(w.status(A)).toMatchObject({ lastProbeTime: "2030-01-01T00:05:00Z", healthCheck: checked });
+  });
 
   it("drops a condition of a type it does not set in one write: it cannot keep it current", async () => {
     const w = world();

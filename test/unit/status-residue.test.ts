@@ -3,7 +3,13 @@
 import { describe, expect, it } from "vitest";
 import { CRDS, crdObject } from "../../src/crd/render.ts";
 import { STATUS_FIELDS } from "../../src/crd/status-schema.ts";
-import { CustomResources, DEPLOYMENTS, statusResidue } from "../../src/kube/custom-resources.ts";
+import { CLUSTER_SERVICE_CONNECTIONS, SERVICE_CONNECTIONS } from "../../src/kube/connections.ts";
+import {
+  type CustomResourceKind,
+  CustomResources,
+  DEPLOYMENTS,
+  statusResidue,
+} from "../../src/kube/custom-resources.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
 import type { DeploymentObject } from "../../src/kube/object.ts";
 import { kubeStub } from "../support/kube-stub.ts";
@@ -108,7 +114,11 @@ interface Stored {
  * result; a JSON Patch removes. Any write under another resourceVersion gets a 409, after the
  * JSON Patch's ops are applied as the API server does: a removal of a path gone is a 422 first.
  */
-async function statusServer(status: Record<string, unknown>, invalid = (_s: Stored) => false) {
+async function statusServer(
+  status: Record<string, unknown>,
+  invalid = (_s: Stored) => false,
+  kind: CustomResourceKind = DEPLOYMENTS,
+) {
   let version = 1;
   const stored: Stored = {
     apiVersion: "dms.dev/v1alpha1",
@@ -165,7 +175,7 @@ async function statusServer(status: Record<string, unknown>, invalid = (_s: Stor
     if (req.method === "PATCH") stored.metadata.resourceVersion = String(++version);
     answer(200, stored);
   });
-  const resources = new CustomResources<DeploymentObject, unknown>(DEPLOYMENTS, { client });
+  const resources = new CustomResources<DeploymentObject, unknown>(kind, { client });
   return {
     resources,
     requests,
@@ -218,6 +228,20 @@ describe("patchStatus of a status someone else wrote", () => {
     ]);
     expect(written.status).toEqual({ ...desired, handledPromotion: { value: "v" } });
   });
+
+  it.each([SERVICE_CONNECTIONS, CLUSTER_SERVICE_CONNECTIONS])(
+    "$kind: keeps a field a newer release's CRD holds, removes a known one it no longer sets",
+    async (kind) => {
+      const s = await statusServer({ healthCheck: { at: "t" }, providers: 2 }, undefined, kind);
+      const applied = { observedGeneration: 1, conditions: [condition("Ready")], deployments: 0, refused: 0 };
+      const written = await s.resources.patchStatus(ref, applied, signal, "1");
+      expect(s.requests).toEqual([
+        "PATCH application/apply-patch+yaml @1",
+        "PATCH application/json-patch+json @2",
+      ]);
+      expect(written.status).toEqual({ ...applied, healthCheck: { at: "t" } });
+    },
+  );
 
   it("returns the status applied when the removal races another writer", async () => {
     const s = await statusServer({ failedRevisionLog: { revisionId: "r" } });
