@@ -25,7 +25,7 @@
  * ({@link releasedRecord}) that gives the released claims to the same newcomer; an owner that
  * restarts takes the release over from its Lease before its first reconcile.
  */
-import { decodeInheritance, encodeInheritance, type Inheritance } from "./inheritance.ts";
+import { decodeInheritance, encodeInheritance, heirOf, type Inheritance } from "./inheritance.ts";
 import { isReplicaName } from "./labels.ts";
 
 /** On an owner's own Lease while it releases a joined replica's share: `<identity>@<ring>`. */
@@ -69,6 +69,54 @@ export interface Release {
   readonly identity: string;
   /** The ring with the heir in it: the released claims are those it gives the heir. */
   readonly ring: Inheritance;
+}
+
+/**
+ * What a release gives its heir, remembered resource by resource while it lasts: whether the
+ * release's ring gives the claim of each resource to the heir (`heirOf`, a keyed sha256 per ring
+ * member), asked of every resource of the share at each renewal of the owner's Lease while the
+ * release lasts. The ring does not change while it does, so the answer for a claim does not
+ * either: each resource's is kept with the claim it was computed for (a resource created again
+ * under its name with another claim is computed again), and all of them are dropped when the key
+ * the ring is hashed with changes. One per resource the owner's cache holds: a resource that
+ * leaves the cache is {@link forget}-ed, and a new release starts with none.
+ */
+export class ReleasedClaims {
+  readonly release: Release;
+  readonly #seed: () => Uint8Array | undefined;
+  /** The key the answers were hashed with (null: none computed yet). */
+  #keyedWith: Uint8Array | undefined | null = null;
+  readonly #given = new Map<string, { claim: string; given: boolean }>();
+
+  /** `seed`: the ring's key (the install key) as it is now; undefined: unkeyed (tests). */
+  constructor(release: Release, seed: () => Uint8Array | undefined) {
+    this.release = release;
+    this.#seed = seed;
+  }
+
+  /** Whether the release gives its heir the resource `key`, which claims `claim`. */
+  gives(key: string, claim: string): boolean {
+    const seed = this.#seed();
+    if (seed !== this.#keyedWith) {
+      this.#given.clear();
+      this.#keyedWith = seed;
+    }
+    const known = this.#given.get(key);
+    if (known !== undefined && known.claim === claim) return known.given;
+    const given = heirOf(claim, this.release.ring, seed) === this.release.heir;
+    this.#given.set(key, { claim, given });
+    return given;
+  }
+
+  /** The resource `key` left the cache. */
+  forget(key: string): void {
+    this.#given.delete(key);
+  }
+
+  /** The resources whose answer is kept. */
+  get size(): number {
+    return this.#given.size;
+  }
 }
 
 /** The longest identity a release names (a pod name and a suffix). */

@@ -32,8 +32,8 @@
  * claim's replica meanwhile, as any rival (a drain without a name: let go, then placed after the
  * older one), or brings the older one back.
  */
-import { heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
-import { joinedOne, type Release } from "./release.ts";
+import { type Inheritance, sameInheritance } from "./inheritance.ts";
+import { joinedOne, type Release, ReleasedClaims } from "./release.ts";
 import { ownerOf, ringShares } from "./ring.ts";
 
 /**
@@ -95,10 +95,10 @@ export class RingMoves {
   /** The last ring moved by (a join is told from it). */
   #last: Inheritance | undefined;
   /**
-   * The share released to a joined replica (`release.ts`), and since when it is quiet (none of it
-   * may run here; undefined: not yet).
+   * The share released to a joined replica (`release.ts`), what it gives the heir, and since when
+   * it is quiet (none of it may run here; undefined: not yet).
    */
-  #release: { release: Release; quietAt: number | undefined } | undefined;
+  #release: { release: Release; claims: ReleasedClaims; quietAt: number | undefined } | undefined;
   /** The keys to hand over, each with its next owner. */
   #targets = new Map<string, string>();
   /** Keys handed over or let go (or tried without a failure answered): the resourceVersion written against, and the claim. */
@@ -170,12 +170,12 @@ export class RingMoves {
     const cache = this.#cache;
     if (identity === undefined || cache === undefined || this.#handed.size > 0) return;
     const release = { heir, identity, ring };
-    const seed = this.#o.seed();
+    const claims = new ReleasedClaims(release, this.#o.seed);
     for (const key of cache.ownKeys()) {
       const claim = cache.claimOf(key);
-      if (claim !== undefined && heirOf(claim, ring, seed) === heir && this.heldMs(key) > 0) return;
+      if (claim !== undefined && claims.gives(key, claim) && this.heldMs(key) > 0) return;
     }
-    this.#release = { release, quietAt: undefined };
+    this.#release = { release, claims, quietAt: undefined };
   }
 
   /** The share released now (see `release.ts`), whether or not it is quiet yet. */
@@ -189,7 +189,7 @@ export class RingMoves {
    */
   adopt(release: Release): void {
     if (this.#release !== undefined) return;
-    this.#release = { release, quietAt: this.#o.now() };
+    this.#release = { release, claims: new ReleasedClaims(release, this.#o.seed), quietAt: this.#o.now() };
     this.#retarget();
   }
 
@@ -219,9 +219,11 @@ export class RingMoves {
     if (r === undefined || cache === undefined) return r?.quietAt !== undefined ? r.release : undefined;
     let left = false;
     for (const key of cache.ownKeys()) {
-      if (!this.#released(key, r.release, cache)) continue;
+      if (!this.#released(key, r.claims, cache)) continue;
       left = true;
-      if (r.quietAt === undefined && !quiet(key)) return undefined;
+      // Quiet already: one left here is enough to know.
+      if (r.quietAt !== undefined) break;
+      if (!quiet(key)) return undefined;
     }
     if (!left && r.quietAt !== undefined) {
       // Not while one reconciled here for another replica is left: its label for this one brings
@@ -235,7 +237,7 @@ export class RingMoves {
       for (const key of busy) if (cache.anyClaimOf(key) === undefined) return undefined;
       r.quietAt = this.#o.now();
       // Their hand-overs (the labels, in the background) may be written from now on.
-      for (const key of cache.ownKeys()) if (this.#released(key, r.release, cache)) this.#o.changed(key);
+      for (const key of cache.ownKeys()) if (this.#released(key, r.claims, cache)) this.#o.changed(key);
     }
     return r.release;
   }
@@ -247,7 +249,7 @@ export class RingMoves {
   releasedTo(key: string): { release: Release; quietAt: number | undefined } | undefined {
     const r = this.#release;
     const cache = this.#cache;
-    if (r === undefined || cache === undefined || !this.#released(key, r.release, cache)) return undefined;
+    if (r === undefined || cache === undefined || !this.#released(key, r.claims, cache)) return undefined;
     return { release: r.release, quietAt: r.quietAt };
   }
 
@@ -257,18 +259,14 @@ export class RingMoves {
    * {@link announce}).
    */
   passesOn(key: string): boolean {
-    const release = this.#release?.release;
-    const claim = release === undefined ? undefined : this.#cache?.anyClaimOf(key);
-    return (
-      release !== undefined &&
-      claim !== undefined &&
-      heirOf(claim, release.ring, this.#o.seed()) === release.heir
-    );
+    const claims = this.#release?.claims;
+    const claim = claims === undefined ? undefined : this.#cache?.anyClaimOf(key);
+    return claims !== undefined && claim !== undefined && claims.gives(key, claim);
   }
 
-  #released(key: string, release: Release, cache: RingMovesCache): boolean {
+  #released(key: string, claims: ReleasedClaims, cache: RingMovesCache): boolean {
     const claim = cache.claimOf(key);
-    return claim !== undefined && heirOf(claim, release.ring, this.#o.seed()) === release.heir;
+    return claim !== undefined && claims.gives(key, claim);
   }
 
   /** The cached resource `key` was added or changed (its claim, its rivals, its labels). */
@@ -287,6 +285,7 @@ export class RingMoves {
   forget(key: string): void {
     this.#targets.delete(key);
     this.#handed.delete(key);
+    this.#release?.claims.forget(key);
   }
 
   /** The next owner of `key` by the ring; undefined when it stays here. */
@@ -377,8 +376,8 @@ export class RingMoves {
 
   #choose(key: string, ring: Inheritance | undefined, cache: RingMovesCache): string | undefined {
     // Released: to its heir only, whatever the ring does meanwhile (the heir may be reconciling it).
-    const release = this.#release?.release;
-    if (release !== undefined && this.#released(key, release, cache)) return release.heir;
+    const release = this.#release;
+    if (release !== undefined && this.#released(key, release.claims, cache)) return release.release.heir;
     const claim = cache.claimOf(key);
     if (claim === undefined || ring === undefined || cache.drained(key)) return undefined;
     const to = ownerOf(claim, ring.members, ringShares(ring.members, ring.leader), this.#o.seed());
