@@ -50,7 +50,7 @@ export interface ShardWriteGrant {
 }
 
 /** How long before retrying an acknowledgement that lost a race or failed. */
-const ACK_RETRY_MS = 1_000;
+export const ACK_RETRY_MS = 1_000;
 
 /**
  * How often a held resource's guard is asked again while its hold lasts (see

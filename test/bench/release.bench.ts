@@ -13,7 +13,13 @@
  *   that replica, last in the cache (the own share walked whole, then the others' until it);
  * - the last renewal: none of either left, the release ends.
  *
- * Also the join itself (the ring agreed: the release begun and the share looked at again), once.
+ * Also the join itself (the ring agreed: the release begun and the share looked at again), once;
+ * and a round of the owner's acknowledgements while its release waits for its labels (the
+ * newcomer has not listed the share): each released resource is tried again every second
+ * (`member.ts`), sleeping on the replica's stop signal meanwhile. That owner's N resources are
+ * all in its share (the ring of three gives them to it), so what the join releases, about N/4,
+ * is all that waits; a round is timed from that second's timers firing (the clock's own, fired
+ * at once) until every one of them sleeps again.
  * Reported, never asserted: `npm run bench -- release --owned 10000,30000`.
  */
 import { randomBytes } from "node:crypto";
@@ -24,6 +30,7 @@ import { keyOfMeta, type ObjectRef } from "../../src/runtime/queue-records.ts";
 import { followCache } from "../../src/sharding/follow-cache.ts";
 import { heirOf } from "../../src/sharding/inheritance.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { ACK_RETRY_MS } from "../../src/sharding/member.ts";
 import { ringOf } from "../../src/sharding/moving-by.ts";
 import { replicaHandOffs } from "../../src/sharding/replica-handoff.ts";
 import type { CachedResource } from "../../src/sharding/replica-parts.ts";
@@ -57,17 +64,20 @@ function resource(i: number, owner: string): Resource {
   };
 }
 
-/** The owner "a" with `n` resources of its own and `n / 2` labelled for the dead replica "e". */
-function owner(n: number) {
+/**
+ * The owner "a" with `n` resources of its own and `n / 2` labelled for the dead replica "e"; with
+ * `inShare`, `n` of its own that the ring of three gives it, and none for another.
+ */
+function owner(n: number, inShare = false) {
   const clock = new ManualClock({ start: 1_000_000 });
   const leases = new RingLeaseStore();
   const seed = new Uint8Array(randomBytes(32));
   const cached = new Map<string, Resource>();
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; cached.size < n; i++) {
     const r = resource(i, "a");
-    cached.set(keyOfMeta(r), r);
+    if (!inShare || heirOf(claimOf(r), BEFORE, seed) === "a") cached.set(keyOfMeta(r), r);
   }
-  for (let i = n; i < n + n / 2; i++) {
+  for (let i = n; !inShare && i < n + n / 2; i++) {
     const r = resource(i, "e");
     cached.set(keyOfMeta(r), r);
   }
@@ -122,7 +132,7 @@ function owner(n: number) {
     for (const w of watchers) if (old) w.onDelete?.(old);
   };
   const released = (o: Resource) => heirOf(claimOf(o), AFTER, seed) === "d";
-  return { h, cached, join, remove, released };
+  return { h, clock, cached, join, remove, released };
 }
 
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
@@ -139,11 +149,37 @@ function timed(fn: () => unknown, rounds = ROUNDS): { median: number; max: numbe
   return { median: round2(median(times)), max: round2(Math.max(...times)) };
 }
 
+/**
+ * The acknowledgement rounds of an owner of `n` resources in its share, joined: how many wait
+ * (one sleep each), and each round timed from the clock's advance by {@link ACK_RETRY_MS} until
+ * as many sleep again.
+ */
+async function ackRounds(n: number): Promise<{ waiting: number; ms: { median: number; max: number } }> {
+  const o = owner(n, true);
+  o.join();
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  // Every released resource is tried once at the join, then sleeps; the release is written.
+  let waiting = -1;
+  while (o.clock.pending !== waiting) {
+    waiting = o.clock.pending;
+    await turn();
+  }
+  if (o.h.announce()?.heir !== "d") throw new Error("the release was not said");
+  const times: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const start = performance.now();
+    o.clock.advance(ACK_RETRY_MS);
+    while (o.clock.pending < waiting) await turn();
+    times.push(performance.now() - start);
+  }
+  return { waiting, ms: { median: round2(median(times)), max: round2(Math.max(...times)) } };
+}
+
 /** See the module comment. */
 export const benchmark: Benchmark = {
   name: "release",
   description:
-    "ms of one renewal's work while an owner releases a joined replica's share (N own, N/2 for another)",
+    "ms of one renewal's work, and of a round of acknowledgements, while an owner releases a joined replica's share (N own, N/2 for another)",
   options: { owned: { description: "the owner's own resources, comma separated", default: "10000,30000" } },
   async run({ args }) {
     const sizes = (args.owned ?? "10000,30000").split(",").map(Number);
@@ -171,6 +207,7 @@ export const benchmark: Benchmark = {
       if (last !== undefined) o.remove(keyOfMeta(last));
       const end = timed(() => o.h.announce(), 1);
       if (o.h.moves.release !== undefined) throw new Error("the release did not end");
+      const acks = await ackRounds(n);
       const row = {
         n,
         others: n / 2,
@@ -179,6 +216,8 @@ export const benchmark: Benchmark = {
         quietMs: quiet,
         leftMs: left,
         lastMs: end.median,
+        acksWaiting: acks.waiting,
+        ackRoundMs: acks.ms,
       };
       figures.push(row);
       rows.push([
@@ -189,6 +228,8 @@ export const benchmark: Benchmark = {
         `${quiet.median} (${quiet.max})`,
         `${left.median} (${left.max})`,
         end.median,
+        acks.waiting,
+        `${acks.ms.median} (${acks.ms.max})`,
       ]);
     }
     return {
@@ -202,6 +243,8 @@ export const benchmark: Benchmark = {
           "quiet, share here ms (max)",
           "one left for another ms (max)",
           "last renewal ms",
+          "acks waiting",
+          "ack round ms (max)",
         ],
         rows,
       },
