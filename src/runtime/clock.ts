@@ -12,7 +12,8 @@
  *
  * Signals: {@link untilAborted} waits on something until a signal says to stop; {@link
  * followSignal} gives work a signal of its own that follows its caller's (a reconcile's under the
- * controller's halt, a request's under its reconcile's).
+ * controller's halt, a request's under its reconcile's). Both, and every `sleep`, wait on a signal
+ * through {@link onAbort}: one listener on it however many wait.
  *
  * Deadline: the time a reconcile has left, told to whatever waits inside it. The controller runs each
  * reconcile {@link withinDeadline}; a wait that may be long and is this process's own (a token of
@@ -81,22 +82,28 @@ export const systemClock: Clock = {
 /**
  * `sleep` built from `setTimer`: resolves after `ms` or rejects with `signal.reason` on abort.
  * Exported so other {@link Clock} implementations (test clocks) get identical abort semantics.
+ * It waits on the signal through {@link onAbort}: thousands sleeping on one signal (a replica's
+ * acknowledgements, retried every second while a release lasts) add no listener each.
  */
 export function sleepOn(clock: Pick<Clock, "setTimer">, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) {
+    if (signal === undefined) {
+      clock.setTimer(ms, resolve);
+      return;
+    }
+    if (signal.aborted) {
       reject(signal.reason);
       return;
     }
-    const onAbort = () => {
-      cancel();
-      reject(signal?.reason);
-    };
-    const cancel = clock.setTimer(ms, () => {
-      signal?.removeEventListener("abort", onAbort);
+    let cancel: CancelTimer | undefined;
+    const forget = onAbort(signal, () => {
+      cancel?.();
+      reject(signal.reason);
+    });
+    cancel = clock.setTimer(ms, () => {
+      forget();
       resolve();
     });
-    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
 
@@ -139,15 +146,14 @@ export const workMs: () => number =
 export function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal.aborted) return resolve();
-    const onAbort = () => resolve();
-    signal.addEventListener("abort", onAbort, { once: true });
+    const forget = onAbort(signal, resolve);
     promise.then(
       () => {
-        signal.removeEventListener("abort", onAbort);
+        forget();
         resolve();
       },
       (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
+        forget();
         reject(error);
       },
     );
@@ -163,25 +169,63 @@ export interface FollowedSignal {
   release(): void;
 }
 
-/** The signals following a parent and its one listener, kept on the parent (see {@link followSignal}). */
-const FOLLOWERS = Symbol("dms.followers");
-interface Followers {
-  set: Set<AbortController>;
-  onAbort: () => void;
+/** What waits for a signal to abort, and the signal's one listener, kept on it (see {@link onAbort}). */
+const WAITING = Symbol("dms.waiting");
+interface Waiting {
+  set: Set<() => void>;
+  listener: () => void;
 }
-type Followable = AbortSignal & { [FOLLOWERS]?: Followers };
+type Waited = AbortSignal & { [WAITING]?: Waiting };
 
-/** How many signals follow `parent` now (for tests: a released follower no longer counts). */
-export function followersOf(parent: AbortSignal): number {
-  return (parent as Followable)[FOLLOWERS]?.set.size ?? 0;
+/** How many wait on `signal` now through {@link onAbort} (its followers, its sleepers): for tests. */
+export function followersOf(signal: AbortSignal): number {
+  return (signal as Waited)[WAITING]?.set.size ?? 0;
+}
+
+/**
+ * Runs `fn` once when `signal` aborts, unless the function returned is called first (which stops
+ * it; calling it twice, or after `fn` ran, is harmless). `signal` must not have aborted yet (the
+ * caller looks first): `fn` never runs for one that has.
+ *
+ * A signal carries one listener while anything waits on it, however much does (a reconcile's
+ * requests, every watch under a manager's signal, thousands of sleeps under a replica's stop):
+ * what waits is a set on the signal that this listener runs, in the order it began waiting, so
+ * no listener count grows with it. Node's `addEventListener` and `removeEventListener` each look
+ * through a signal's listeners, so one listener per waiter costs the square of their number: at
+ * 7,500 sleepers each waking every second, about a third of every second on the event loop. The
+ * last waiter to stop removes the listener, so a signal that never aborts is not kept alive by it.
+ */
+export function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) return () => {};
+  const waited = signal as Waited;
+  let waiting = waited[WAITING];
+  if (waiting === undefined) {
+    const set = new Set<() => void>();
+    // Unset by assigning undefined, not by delete, which would turn a long-lived signal's
+    // object into a slow dictionary-mode one.
+    const listener = () => {
+      waited[WAITING] = undefined;
+      for (const run of set) run();
+      set.clear();
+    };
+    waiting = { set, listener };
+    waited[WAITING] = waiting;
+    signal.addEventListener("abort", listener, { once: true });
+  }
+  const current = waiting;
+  // A wrapper of its own: the same `fn` given twice waits twice, and each stop ends its own.
+  const run = () => fn();
+  current.set.add(run);
+  return () => {
+    if (!current.set.delete(run) || current.set.size > 0) return;
+    signal.removeEventListener("abort", current.listener);
+    if (waited[WAITING] === current) waited[WAITING] = undefined;
+  };
 }
 
 /**
  * A signal that aborts when `parent` does (with its reason) or when the caller aborts it; `release`
- * ends the link. A parent carries one listener while anything follows it, however many do (a
- * reconcile's requests, every watch under a manager's signal): the followers in flight are a set
- * on the parent that this listener aborts, so no listener count grows with them; the last
- * release removes the listener, so a parent that never aborts is not kept alive by it. A
+ * ends the link. The parent carries one listener however many follow it ({@link onAbort}); a
  * follower is aborted when the parent's listener runs, in the order of the parent's listeners
  * (`AbortSignal.any` marks its composites aborted before any listener runs).
  *
@@ -199,32 +243,8 @@ export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
     if (parent?.aborted) own.abort(parent.reason);
     return { signal: own.signal, abort, release() {} };
   }
-  const followable = parent as Followable;
-  let followers = followable[FOLLOWERS];
-  if (followers === undefined) {
-    const set = new Set<AbortController>();
-    // Unset by assigning undefined, not by delete, which would turn a long-lived signal's
-    // object into a slow dictionary-mode one.
-    const onAbort = () => {
-      followable[FOLLOWERS] = undefined;
-      for (const follower of set) follower.abort(parent.reason);
-      set.clear();
-    };
-    followers = { set, onAbort };
-    followable[FOLLOWERS] = followers;
-    parent.addEventListener("abort", onAbort, { once: true });
-  }
-  const current = followers;
-  current.set.add(own);
-  return {
-    signal: own.signal,
-    abort,
-    release: () => {
-      if (!current.set.delete(own) || current.set.size > 0) return;
-      parent.removeEventListener("abort", current.onAbort);
-      if (followable[FOLLOWERS] === current) followable[FOLLOWERS] = undefined;
-    },
-  };
+  const release = onAbort(parent, () => own.abort(parent.reason));
+  return { signal: own.signal, abort, release };
 }
 
 /** A reconcile's deadline: how long it has left, and who it is for (its key). */

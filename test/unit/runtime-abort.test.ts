@@ -1,8 +1,10 @@
 // followSignal: a signal that follows a parent through the parent's one listener, instead of
-// AbortSignal.any (whose registrations with its sources outlive each request).
+// AbortSignal.any (whose registrations with its sources outlive each request); sleeps on a signal
+// share that listener (onAbort), however many there are.
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { followersOf, followSignal, untilAborted } from "../../src/runtime/clock.ts";
+import { followersOf, followSignal, onAbort, sleepOn, untilAborted } from "../../src/runtime/clock.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 describe("followSignal", () => {
   it("aborts with the parent's reason when the parent aborts", () => {
@@ -92,5 +94,61 @@ describe("untilAborted", () => {
     const other = new AbortController();
     await untilAborted(Promise.resolve(), other.signal);
     expect(getEventListeners(other.signal, "abort")).toHaveLength(0);
+  });
+});
+
+describe("onAbort and sleepOn", () => {
+  it("put one listener on a signal however many sleep on it, and none once every sleep resolved", async () => {
+    const clock = new ManualClock();
+    const stop = new AbortController();
+    const before = getEventListeners(stop.signal, "abort").length;
+    const sleeps = Array.from({ length: 200 }, (_, i) => sleepOn(clock, 1_000 + i, stop.signal));
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(1);
+    expect(followersOf(stop.signal)).toBe(200);
+    clock.advance(1_100);
+    // The first 101 resolved and let go of the signal; the rest still wait on the one listener.
+    expect(followersOf(stop.signal)).toBe(99);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(1);
+    clock.advance(100);
+    await Promise.all(sleeps);
+    expect(followersOf(stop.signal)).toBe(0);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(before);
+  });
+
+  it("reject every sleep at once with the signal's reason when it aborts, their timers cancelled", async () => {
+    const clock = new ManualClock();
+    const stop = new AbortController();
+    const sleeps = Array.from({ length: 200 }, () => sleepOn(clock, 1_000, stop.signal));
+    // A follower of the same signal is aborted by the same listener.
+    const followed = followSignal(stop.signal);
+    const reason = new Error("halt");
+    stop.abort(reason);
+    expect(followed.signal.reason).toBe(reason);
+    const outcomes = await Promise.allSettled(sleeps);
+    expect(outcomes.every((o) => o.status === "rejected" && o.reason === reason)).toBe(true);
+    expect(clock.pending).toBe(0);
+    expect(followersOf(stop.signal)).toBe(0);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    await expect(sleepOn(clock, 1_000, stop.signal)).rejects.toBe(reason);
+  });
+
+  it("stops a wait when told, twice harmlessly, and runs the same function given twice twice", () => {
+    const stop = new AbortController();
+    const runs: string[] = [];
+    const fn = () => runs.push("fn");
+    const first = onAbort(stop.signal, fn);
+    onAbort(stop.signal, fn);
+    const gone = onAbort(stop.signal, () => runs.push("gone"));
+    gone();
+    gone();
+    first();
+    first();
+    expect(followersOf(stop.signal)).toBe(1);
+    stop.abort();
+    expect(runs).toEqual(["fn"]);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    // A signal that has aborted runs nothing later given.
+    onAbort(stop.signal, fn)();
+    expect(runs).toEqual(["fn"]);
   });
 });

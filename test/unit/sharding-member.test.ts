@@ -3,11 +3,13 @@
  * the writes that got no answer (they may still run at the service), a stop with an aborted
  * signal returns at once, and a reconcile met before the Lease is held waits for it.
  */
+import { getEventListeners } from "node:events";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { Action } from "../../src/runtime/controller.ts";
 import {
   ACK_CONCURRENCY,
+  ACK_RETRY_MS,
   FENCE_MARGIN_MS,
   HOLD_RECHECK_MS,
   ShardMember,
@@ -278,5 +280,63 @@ describe("a replica's acknowledgements of drains", () => {
     clock.advance(until - clock.now());
     await settle();
     expect(acked.find((a) => a.key === "ns/late")?.at).toBe(until);
+  });
+
+  it("that may not be written yet are tried again each second on one listener of the replica's stop, which ends them all at once", async () => {
+    // A release's thousands of resources wait for their labels this way, each asleep between
+    // tries: one listener each on the stop signal would cost the square of their number.
+    const clock = new ManualClock({ start: 100_000 });
+    const owned = new Map<string, { drain: boolean }>();
+    let mayWrite = false;
+    let tries = 0;
+    let stop: AbortSignal | undefined;
+    const member = new ShardMember({
+      name: "a",
+      leaseDurationMs: 15_000,
+      owned: (key) => owned.get(key),
+      acknowledge: async (key, signal) => {
+        tries += 1;
+        stop = signal;
+        if (!mayWrite) return false;
+        owned.delete(key);
+        return true;
+      },
+      clock,
+      logger,
+    });
+    member.renewed(clock.now());
+    const n = 300;
+    for (let i = 0; i < n; i++) {
+      owned.set(`ns/r${i}`, { drain: true });
+      member.changed(`ns/r${i}`);
+    }
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    while (clock.pending < n) await turn();
+    expect(tries).toBe(n);
+    expect(stop && getEventListeners(stop, "abort")).toHaveLength(1);
+    clock.advance(ACK_RETRY_MS);
+    while (clock.pending < n) await turn();
+    expect(tries).toBe(2 * n);
+    expect(stop && getEventListeners(stop, "abort")).toHaveLength(1);
+    // Written at the next try: no wait is left, nor its listener.
+    mayWrite = true;
+    clock.advance(ACK_RETRY_MS);
+    while (owned.size > 0) await turn();
+    expect(clock.pending).toBe(0);
+    expect(stop && getEventListeners(stop, "abort")).toHaveLength(0);
+    // Waiting again, then stopped: every wait ends at once, and none tries again.
+    mayWrite = false;
+    for (let i = 0; i < n; i++) {
+      owned.set(`ns/s${i}`, { drain: true });
+      member.changed(`ns/s${i}`);
+    }
+    while (clock.pending < n) await turn();
+    await member.stop(new AbortController().signal);
+    expect(clock.pending).toBe(0);
+    expect(stop && getEventListeners(stop, "abort")).toHaveLength(0);
+    const before = tries;
+    clock.advance(ACK_RETRY_MS);
+    await turn();
+    expect(tries).toBe(before);
   });
 });
