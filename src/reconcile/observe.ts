@@ -36,7 +36,7 @@ import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reason
 import type { Connected, Found, Observation, ReconcileDeps } from "./run.ts";
 import { isKeyedDigest } from "./secret-hash.ts";
 import { AmbiguousNameError } from "./service/lookup-errors.ts";
-import { lookUpName, type RemoteSnapshot } from "./service/snapshot.ts";
+import { byListedId, lookUpName, type RemoteSnapshot } from "./service/snapshot.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** The most resources {@link Observer} remembers a NotOwned warning of (the oldest go first). */
@@ -263,7 +263,9 @@ export interface LookupTarget extends LookupRule {
 /**
  * Looks the deployment up: by recorded id, else by exact name. The snapshot answers where it may
  * (see {@link LookupTarget}); what the service is asked is remembered in the snapshot. A recorded
- * id the snapshot does not list is asked about before it is given up: a listing may lag.
+ * id the snapshot does not list is asked about before it is given up: a listing may lag. A name
+ * a sharded whole listing showed but did not hold is read by the id it showed, when that id
+ * still carries the name ({@link byListedId}), else asked by name.
  */
 export async function lookUp(
   service: DeploymentLookups,
@@ -290,7 +292,11 @@ export async function lookUp(
     // Fall back to the name, as for a resource never reconciled.
     if (found) disowned = found;
   }
-  const listed = target.liveName ? undefined : await snapshot.byNameOrWholeListing(name, signal);
+  // A name the listing showed but did not hold: the id it showed is read, with other lookups by id.
+  const listed = target.liveName
+    ? undefined
+    : ((await snapshot.byNameOrWholeListing(name, signal)) ??
+      (await byListedId(service, snapshot, name, signal)));
   const matches = listed ?? (await lookUpName(service, snapshot, name, signal));
   if (matches.length > 1) {
     throw new AmbiguousNameError(

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { idBatches, POLL_BATCH } from "../../src/reconcile/service/deployments-port.ts";
+import { IdBatches, idBatches, POLL_BATCH } from "../../src/reconcile/service/deployments-port.ts";
 import { AHEAD_WALK_MS, RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";
@@ -502,12 +502,25 @@ describe("RemoteSnapshot of a share while many of its resources lack a deploymen
   });
 });
 
-/** The reconciler of a sharded replica over in-memory ports: its snapshot reads the share by id. */
-function replica(options: { unrecorded?: () => readonly string[] } = {}) {
+/**
+ * The reconciler of a sharded replica over in-memory ports: its snapshot reads the share by id.
+ * With `batchedIds`, its lookups by id go out together (`IdBatches`), as a connection's port sends them.
+ */
+function replica(options: { unrecorded?: () => readonly string[]; batchedIds?: boolean } = {}) {
+  const { batchedIds, ...sessionOptions } = options;
   const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
   const now = () => clock.now();
   const resources = new MemoryResources(now);
   const service = new SimulatedService({ now });
+  if (batchedIds) {
+    const batches = new IdBatches({
+      list: async function* (ids, s) {
+        yield* await service.getByIds(ids, s);
+      },
+      single: service.getById.bind(service),
+    });
+    service.getById = (i, s) => batches.get(i, s);
+  }
   const logger = pino({ level: "silent" });
   const session = claimingSession(service, resources, {
     clock,
@@ -517,7 +530,7 @@ function replica(options: { unrecorded?: () => readonly string[] } = {}) {
       const recorded = resources.get(REF)?.status?.deploymentId;
       return recorded ? [recorded] : [];
     },
-    ...options,
+    ...sessionOptions,
   });
   const reconciler = new DeploymentReconciler({
     resources,
@@ -658,6 +671,31 @@ describe("a sharded replica's reconciles over a share read by id", () => {
     expect(r.calls()).toEqual({ getById: 1 });
     expect(r.service.store.list()).toHaveLength(1);
     expect(r.resources.stored(REF)?.status?.deploymentId).toBe(kept?.id);
+  });
+
+  it("adopts through the id a whole listing showed under a name it did not hold, with no lookup by name", async () => {
+    const r = replica({ unrecorded: () => ["a", "b", "c"], batchedIds: true });
+    const existing = r.service.seed(BODY);
+    r.clock.advance(5_000);
+    // Listed before the resource reached the replica: its name was not claimed, not held.
+    expect(await r.pass()).toEqual({ listAll: 1 });
+    r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    await r.reconcile();
+    expect(r.calls()).toEqual({ getByIds: 1 });
+    expect(r.resources.stored(REF)?.status?.deploymentId).toBe(existing.id);
+  });
+
+  it("creates only after the lookup by name when the id a whole listing showed is gone", async () => {
+    const r = replica({ unrecorded: () => ["a", "b", "c"], batchedIds: true });
+    const existing = r.service.seed(BODY);
+    r.clock.advance(5_000);
+    await r.pass();
+    r.service.store.delete(existing.id);
+    r.clock.advance(5_000);
+    r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    await r.reconcile();
+    expect(r.calls()).toEqual({ getByIds: 1, findByName: 1, create: 1 });
+    expect(r.service.store.list().filter((d) => d.name === "agent")).toHaveLength(1);
   });
 
   it("makes no call for a resource while its connection's last read failed", async () => {

@@ -11,6 +11,7 @@ import { NameFilter } from "../../runtime/name-filter.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
 import { idBatches, POLL_BATCH } from "./deployments-port.ts";
+import { ListedIds, NO_LISTED_IDS } from "./listed-ids.ts";
 
 /**
  * Unreadable items of a listing kept with what is known of them (their id, name and message),
@@ -30,6 +31,8 @@ export interface ListingRead {
   unreadable: Unreadable;
   /** The whole listing: it may say that a name is free. */
   named: boolean;
+  /** Sharded, a whole listing's: the id it showed under each name (`listed-ids.ts`). */
+  listed: ListedIds;
 }
 
 /** The reader's settings: the snapshot's options (`RemoteSnapshotOptions`), their defaults applied. */
@@ -125,13 +128,15 @@ export class SnapshotReader {
 
   /**
    * The whole listing: each wanted item goes to `hold`. Of the other items only their names' bits
-   * in a filter are kept, sized after the last listing's count.
+   * in a filter are kept, sized after the last listing's count; and sharded, every item's name
+   * and id in `listed`.
    */
   async #readListing(
     signal: AbortSignal,
     hold: (d: Deployment) => void,
     expectUnheld: number,
     onItem: () => void = () => {},
+    listed: ListedIds = NO_LISTED_IDS,
   ): Promise<ListingRead> {
     /** How many deployments of each wanted name this listing showed (at most two are held). */
     const perName = new Map<string, number>();
@@ -141,6 +146,7 @@ export class SnapshotReader {
       signal,
       (d) => {
         onItem();
+        listed.add(d.name, d.id);
         if (!this.#wanted(d.name)) {
           unheld.add(d.name);
           return;
@@ -154,10 +160,11 @@ export class SnapshotReader {
       },
       (item) => {
         onItem();
+        listed.unreadable(item.name);
         unreadable.add(item);
       },
     );
-    return { unheld, unreadable, named: true };
+    return { unheld, unreadable, named: true, listed };
   }
 
   /**
@@ -189,6 +196,8 @@ export class SnapshotReader {
       // connection being filled grows between two listings: room for twice the last count, so
       // that the filter of names not held still says "free" of the names that are.
       const expectUnheld = 2 * Math.max(lastExpectUnheld, this.#wholePages * POLL_BATCH);
+      // No more names than the items it may read before it is given up.
+      const listed = new ListedIds(waiting.length * POLL_BATCH, expectUnheld / 2);
       try {
         const read = await this.#withinDeadline(signal, async (s) => {
           const whole = await this.#readListing(
@@ -196,6 +205,7 @@ export class SnapshotReader {
             hold,
             expectUnheld,
             counted,
+            listed,
           );
           // A port that ends quietly at an abort has not read the whole listing.
           if (tooLong.signal.aborted) throw tooLong.signal.reason;
@@ -266,7 +276,7 @@ export class SnapshotReader {
       }
     }
     const unheld = new NameFilter(0);
-    return { unheld, unreadable: new Unreadable(unheld), named: false };
+    return { unheld, unreadable: new Unreadable(unheld), named: false, listed: NO_LISTED_IDS };
   }
 }
 

@@ -24,7 +24,9 @@
  * whole listing has pages, the replica reads the whole listing instead (its share is in it), and
  * that listing answers their lookups by name as an unsharded one does
  * ({@link RemoteSnapshot.byNameOrWholeListing}); a whole listing that fails is followed by the
- * read of the share by id in the same pass.
+ * read of the share by id in the same pass. Of a name it showed but did not hold (its resource
+ * reached the replica while it was read), it keeps the id it showed (`listed-ids.ts`), which the
+ * lookup reads with the other lookups by id before asking the name ({@link byListedId}).
  */
 
 import { withDetailCut } from "../../api/errors.ts";
@@ -33,6 +35,7 @@ import { SharedCall } from "../../runtime/shared-call.ts";
 import type { DeploymentListings, DeploymentLookups, ReadAhead } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
 import { idBatches, type POLL_BATCH } from "./deployments-port.ts";
+import { NO_LISTED_IDS } from "./listed-ids.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import { ListingDeadlineError, SnapshotReader } from "./snapshot-reader.ts";
 import { SnapshotStore } from "./snapshot-store.ts";
@@ -90,6 +93,8 @@ export class RemoteSnapshot extends SnapshotStore {
   readonly #share: (() => Iterable<string>) | undefined;
   /** The walk of the share {@link readAhead} takes its ids from, where it stands and when it began. */
   #ahead: { ids: Iterator<string>; at: number } = { ids: NO_IDS, at: Number.NEGATIVE_INFINITY };
+  /** Sharded: the ids the last whole listing showed, by name (`listed-ids.ts`); none after a read by id. */
+  #listed = NO_LISTED_IDS;
 
   constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
     super(clock, options.maxAgeMs, options.share === undefined);
@@ -138,6 +143,16 @@ export class RemoteSnapshot extends SnapshotStore {
     const done = await this.#reader.read(signal, read.hold, this.expectUnheld);
     if (signal.aborted) return;
     read.end(done);
+    this.#listed = done.listed;
+  }
+
+  /**
+   * Sharded: the id the last whole listing showed under `name`, while that listing answers names
+   * and showed one id under it (see `listed-ids.ts`). Only what {@link byListedId} reads: never an
+   * answer of its own, never that a name is free.
+   */
+  listedId(name: string): string | undefined {
+    return this.answersNames() ? this.#listed.idOf(name) : undefined;
   }
 
   /**
@@ -236,6 +251,30 @@ export async function lookUpName(
   if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
   for (const deployment of deployments) snapshot.observed(deployment);
   return deployments;
+}
+
+/**
+ * The deployment named `name` read through the id the snapshot's whole listing showed under it
+ * (one lookup by id, which `IdBatches` sends with the others waiting), when the service answers
+ * with exactly that name; undefined otherwise (not in the index, gone, another name, unreadable):
+ * the caller then asks the service by name.
+ */
+export async function byListedId(
+  service: Pick<DeploymentLookups, "getById">,
+  snapshot: RemoteSnapshot,
+  name: string,
+  signal: AbortSignal,
+): Promise<Deployment[] | undefined> {
+  const id = snapshot.listedId(name);
+  if (id === undefined) return undefined;
+  const found = await service.getById(id, signal).catch((error: unknown) => {
+    // The lookup by name says what the name holds, and whether the unreadable item is its.
+    if (error instanceof UnreadableDeploymentError) return undefined;
+    throw error;
+  });
+  if (found?.name !== name) return undefined;
+  snapshot.observed(found);
+  return [found];
 }
 
 /** How often at most a snapshot's read-ahead goes through its share again (see `RemoteSnapshot.readAhead`). */
