@@ -180,3 +180,18 @@ export function raceAsConflict(refusals: Map<string, number>, key: string): (err
     );
   };
 }
+
+/** An answer longer than its request's `maxBytes`. */
+export class AnswerTooLargeError extends Error {
+  readonly maxBytes: number;
+  constructor(what: string, maxBytes: number) {
+    super(`${what}: the answer is larger than ${maxBytes} bytes`);
+    this.name = "AnswerTooLargeError";
+    this.maxBytes = maxBytes;
+  }
+}
+
+/** A stream that went its request's `idleMs` without a byte, its answer's headers included. */
+export class StreamIdleError extends Error {
+  override readonly name = "StreamIdleError";
+}

@@ -14,8 +14,8 @@ import type { Logger } from "pino";
 import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
 import { objectKey } from "../runtime/queue-records.ts";
-import { type KubeClient, type KubeRequest, StreamIdleError } from "./client.ts";
-import { apiErrorFrom, KubeApiError } from "./errors.ts";
+import type { KubeClient, KubeRequest } from "./client.ts";
+import { apiErrorFrom, KubeApiError, StreamIdleError } from "./errors.ts";
 import { collectionPath, type KubeObject, type ResourceType, refOf } from "./object.ts";
 
 /**

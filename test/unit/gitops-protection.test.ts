@@ -6,8 +6,7 @@ import { describe, expect, it } from "vitest";
 import { PROTECTION_BUDGET, protectionCheck } from "../../src/commands/plan-protection.ts";
 import { planDocument, planExitStatus, renderPlanText } from "../../src/gitops/plan-report.ts";
 import { gitopsMark, type LiveMarks, protectedRemovals } from "../../src/gitops/protection.ts";
-import { AnswerTooLargeError } from "../../src/kube/client.ts";
-import { KubeApiError } from "../../src/kube/errors.ts";
+import { AnswerTooLargeError, KubeApiError } from "../../src/kube/errors.ts";
 
 const planned = [
   { namespace: "team-a", name: "web" },

@@ -6,8 +6,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AnswerTooLargeError, KubeClient, StreamIdleError } from "../../src/kube/client.ts";
+import { KubeClient } from "../../src/kube/client.ts";
 import { StaticCredentials, TOKEN_FILE_REFRESH_MS } from "../../src/kube/credentials.ts";
+import { AnswerTooLargeError, StreamIdleError } from "../../src/kube/errors.ts";
 import { followersOf } from "../../src/runtime/clock.ts";
 
 let server: Server | undefined;
