@@ -180,6 +180,20 @@ describe("ListedIds", () => {
     expect(NO_LISTED_IDS.idOf("agent-1")).toBeUndefined();
   });
 
+  it("of no room (an unsharded listing's), does no work per item and stays empty", () => {
+    let hashed = 0;
+    const none = new ListedIds(0, 0, () => {
+      hashed += 1;
+      return 7;
+    });
+    none.add("agent-1", id(1));
+    none.unreadable("agent-2");
+    none.unreadable(undefined);
+    expect(hashed).toBe(0);
+    expect(none.size).toBe(0);
+    expect(none.idOf("agent-1")).toBeUndefined();
+  });
+
   it("answers nothing for a name shown with two ids, or with an id that is not a canonical uuid", () => {
     const index = new ListedIds(10);
     index.add("twice", id(1));

@@ -55,6 +55,8 @@ export class ListedIds {
 
   /** The listing showed `id` under `name`. */
   add(name: string, id: string): void {
+    // An unsharded listing passes one of no room (NO_LISTED_IDS): no hash, no parse per item.
+    if (this.#cap === 0) return;
     const words = uuidWords(id);
     const hash = this.#hash(name);
     const slot = this.#slot(hash);
@@ -69,6 +71,7 @@ export class ListedIds {
 
   /** The listing had an item it could not read, named `name` if it had a name. */
   unreadable(name: string | undefined): void {
+    if (this.#cap === 0) return;
     if (name === undefined) {
       this.#void = true;
       return;
