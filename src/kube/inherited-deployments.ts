@@ -10,8 +10,9 @@
  * replica, the second watch may drop it before the own watch adds it. Meanwhile the resource is
  * *in transit*: still a claimant of its service name (a younger rival here must not take the
  * name for that moment), but not reconciled here (it may be on its way to another replica). It
- * stays so until the own watch adds it (an update, as if it never left) or for
- * {@link TRANSIT_MS} (then it is deleted from the cache).
+ * stays so until a watch here adds it (an update, as if it never left) or for {@link TRANSIT_MS}
+ * (then it is deleted from the cache). So is every resource a second watch held when it stops:
+ * one whose ring changed (an heir died, a release became a record) starts again and lists them.
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/inputs.ts";
@@ -110,9 +111,9 @@ export class ShareDeployments extends KubeDeployments {
   /**
    * Watches the resources labelled for the dead replica `owner`, keeping those for which `keep`
    * holds (the ones the ring written on its Lease gives this replica), until `signal` aborts;
-   * resolves then, once they are out of the cache (each reported deleted unless the own watch
-   * holds it). A second call for the same `owner` starts once the first one ended (stop that one
-   * first: the ring it kept by may have changed). `listed` is called once its list is complete.
+   * resolves then, what the own watch does not hold in transit (see the module comment). A second
+   * call for the same `owner` starts once the first one ended (stop that one first: the ring it
+   * kept by may have changed), its list finding them as updates. `listed`: once its list is done.
    */
   async inherit(owner: string, keep: KeepClaim, signal: AbortSignal, listed?: () => void): Promise<void> {
     for (let running = this.#ended.get(owner); running !== undefined; running = this.#ended.get(owner))
@@ -184,8 +185,8 @@ export class ShareDeployments extends KubeDeployments {
     } finally {
       unsubscribe();
       this.#inherited.delete(owner);
-      for (const obj of share.list())
-        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
+      // Not known to be deleted: on its way to a watch, maybe the next one of `owner` (see above).
+      for (const obj of share.list()) if (!own(obj) && !this.#elsewhere(obj, share)) this.#inTransit(obj);
       this.#ended.delete(owner);
       ended();
     }

@@ -2,7 +2,8 @@
 // watch (`owner=a`) and a second one of a dead replica's resources (`owner=d`) keeping the heir's,
 // seen by readers as one cache; a resource labelled for the heir passes from one watch to the
 // other as an update, never a delete (the second watch's word may come first: the resource is then
-// in transit, a claimant of its name but not reconciled); the second watch's end takes its resources out.
+// in transit, a claimant of its name but not reconciled); so is what the second watch held when it
+// ends, until a watch lists it again (the watch restarted by a new ring) or the transit is over.
 import type { ServerResponse } from "node:http";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -19,6 +20,12 @@ const resource = (name: string, owner: string, resourceVersion: string) => ({
   metadata: { namespace: "ns", name, uid: `uid-${name}`, resourceVersion, labels: { [OWNER_LABEL]: owner } },
   spec: { source: "internal_docker", name },
 });
+
+/** A resource `name` naming the service deployment `of` (a rival of the resource `of`). */
+const rivalOf = (name: string, of: string, owner: string, rv: string) => {
+  const r = resource(name, owner, rv);
+  return { ...r, spec: { ...r.spec, name: of } };
+};
 
 /** Lists, watch lists and watches of Deployment resources by owner label; `push` sends an event to one owner's watches. */
 async function apiServer(items: ReturnType<typeof resource>[], holdEndOf?: string) {
@@ -117,6 +124,8 @@ describe("a replica's cache with an inherited share", () => {
       client: api.client,
       scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
       inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+      indexers: { [CLAIM_INDEX]: claimIndexer },
+      transitMs: 100,
     });
     const { events, run, running } = await started(cache);
     expect(names(cache.list())).toEqual(["a1"]);
@@ -142,21 +151,21 @@ describe("a replica's cache with an inherited share", () => {
     expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.resourceVersion).toBe("20");
     expect(cache.size).toBe(3);
 
-    // The dead replica's Lease is deleted: what only the second watch held goes.
+    // The dead replica's Lease is deleted: what only the second watch held goes, in transit first
+    // (a claimant, not reconciled here), then out once no watch lists it again.
     inheritance.abort();
     await inherited;
-    expect(events).toEqual(["update d1@20", "update d3@21", "delete d3"]);
     expect(names(cache.list())).toEqual(["a1", "d1"]);
+    expect(names(cache.byIndex(CLAIM_INDEX, "d3"))).toEqual(["d3"]);
     expect(cache.inheriting()).toEqual([]);
+    await until(cache, () => events.length === 3);
+    expect(events).toEqual(["update d1@20", "update d3@21", "delete d3"]);
+    expect(cache.byIndex(CLAIM_INDEX, "d3")).toEqual([]);
     run.abort();
     await running;
   });
 
   it("keeps a resource the second watch let go as a claimant, not reconciled, until the own watch adds it", async () => {
-    const rivalOf = (name: string, of: string, owner: string, rv: string) => {
-      const r = resource(name, owner, rv);
-      return { ...r, spec: { ...r.spec, name: of } };
-    };
     const api = await apiServer([
       resource("d1", "d", "2"),
       rivalOf("x1", "d1", "d", "3"),
@@ -226,6 +235,35 @@ describe("a replica's cache with an inherited share", () => {
     await running;
   });
 
+  it("keeps what a second watch held as claimants while it starts again by a new ring: a younger rival here never finds the name free", async () => {
+    // d1 inherited from d; x1, younger, naming d1's deployment, already labelled for this replica.
+    const api = await apiServer([resource("d1", "d", "2"), rivalOf("x1", "d1", "a", "3")]);
+    const { cache, events, run, running, inheritance, inherited } = await inheritingAll(api.client, 60_000);
+    await until(cache, () => cache.size === 2);
+    events.length = 0;
+    const claimants = () => names(cache.byIndex(CLAIM_INDEX, "d1"));
+    expect(claimants()).toEqual(["d1", "x1"]);
+
+    // The ring d's share is kept by changed (an heir died): its watch stops and starts again.
+    inheritance.abort();
+    await inherited;
+    // Between the two watches d1 is in neither: still the claimant it was, not reconciled here.
+    expect(claimants()).toEqual(["d1", "x1"]);
+    expect(cache.get({ namespace: "ns", name: "d1" })).toBeUndefined();
+    expect(events).toEqual([]);
+    const again = new AbortController();
+    const restarted = cache.inherit("d", () => true, again.signal);
+    // Listed again: an update, never a delete then an add.
+    await until(cache, () => events.length === 1);
+    expect(events).toEqual(["update d1@2"]);
+    expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.labels?.[OWNER_LABEL]).toBe("d");
+    expect(claimants()).toEqual(["d1", "x1"]);
+    again.abort();
+    await restarted;
+    run.abort();
+    await running;
+  });
+
   describe("a silent replica's share listed ahead of a take", () => {
     const items = () => [
       resource("a1", "a", "1"),
@@ -239,6 +277,7 @@ describe("a replica's cache with an inherited share", () => {
         client,
         scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
         inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+        transitMs: 50,
       });
 
     it("shows nothing of it until the inherited watch adopts the list, then only the heir's part, by one watch", async () => {
@@ -265,6 +304,8 @@ describe("a replica's cache with an inherited share", () => {
       inheritance.abort();
       await inherited;
       expect(names(cache.list())).toEqual(["a1"]);
+      // Out of the cache in transit; reported deleted once no watch lists them again.
+      await until(cache, () => events.includes("delete d1") && events.includes("delete d3"));
       expect(events.slice(-2).sort()).toEqual(["delete d1", "delete d3"]);
       run.abort();
       await running;
