@@ -6,7 +6,7 @@
  */
 import { putConditions } from "../crd/conventions.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import { CONDITION, REASON } from "./reasons.ts";
+import { CONDITION, CONDITION_TYPES, REASON } from "./reasons.ts";
 
 /** Whether `status` says the resource waits for its connection's share already. */
 export function saysWaitingForShare(status: DeploymentResourceStatus): boolean {
@@ -17,7 +17,8 @@ export function saysWaitingForShare(status: DeploymentResourceStatus): boolean {
 
 /**
  * `status` with `Synced=False` and `Reconciling=True`, reason `WaitingForConnectionShare` and
- * `message`; every other field and condition as it was.
+ * `message`; every other field and condition as it was, but a condition of a type this release
+ * does not set (another release's), which goes as in the reconcile's own status write.
  */
 export function waitingForShare(
   status: DeploymentResourceStatus,
@@ -27,7 +28,7 @@ export function waitingForShare(
 ): DeploymentResourceStatus {
   const reason = REASON.WaitingForConnectionShare;
   const conditions = putConditions(
-    status.conditions ?? [],
+    (status.conditions ?? []).filter((c) => CONDITION_TYPES.has(c.type)),
     [
       { type: CONDITION.Synced, value: { status: "False", reason, message } },
       { type: CONDITION.Reconciling, value: { status: "True", reason, message } },

@@ -274,6 +274,30 @@ describe("connectionShares", () => {
     expect(clock.sleeps).toEqual([25]);
   });
 
+  it("drops a condition of a type this release does not set, as the reconcile's own write does, and keeps every other field", async () => {
+    const waiting = resource("team-a", "slow", { kind: "ServiceConnection", name: "prod" });
+    const newer = {
+      type: "DatabaseReady",
+      status: "True",
+      reason: "Provisioned",
+      message: "written by a newer release",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    };
+    waiting.status = {
+      ...waiting.status,
+      conditions: [...(waiting.status?.conditions ?? []), newer],
+      databaseEndpoint: "db.internal:5432",
+    } as DeploymentResourceStatus;
+    const { deployments, writes } = cache([waiting]);
+    const clock = new ManualClock({ start: Date.parse("2026-05-01T12:00:00Z"), sleepsInstantly: true });
+    const shares = connectionShares({ concurrency: 16 }, deployments, clock, pino({ level: "silent" }));
+    shares.waiting?.report(["team-a/slow"], waits);
+    await new Promise((r) => setImmediate(r));
+    const status = writes[0]?.status;
+    expect(status?.conditions?.map((c) => c.type).sort()).toEqual(["Ready", "Reconciling", "Synced"]);
+    expect(status).toMatchObject({ databaseEndpoint: "db.internal:5432", observedGeneration: 3 });
+  });
+
   it("writes nothing for a resource handed out since it was told: its reconcile says what it says", async () => {
     const { deployments, writes } = cache([
       resource("team-a", "slow", { kind: "ServiceConnection", name: "prod" }),
