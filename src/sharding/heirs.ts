@@ -70,6 +70,9 @@ export function silenceMs(leaseDurationMs: number, retryPeriodMs: number): numbe
   return Math.max(2.5 * retryPeriodMs, leaseDurationMs / 3);
 }
 
+/** What the key of a watch by a release starts with (a chain's key never does). */
+const RELEASED_KEY = "released ";
+
 /** A chain's records as one string (two chains are the same when these are). */
 function chainKey(chain: ReadonlyMap<string, Inheritance>): string {
   return [...chain]
@@ -180,7 +183,9 @@ export class Heirs {
         { from: owner },
         wanted === undefined
           ? "no longer inheriting a share: its Lease was deleted or let go, or its release ended"
-          : "inheriting a share again: an heir of it died and its Lease was taken",
+          : running.key.startsWith(RELEASED_KEY) && wanted.chain !== undefined
+            ? "inheriting a share again: the replica releasing it died and its Lease was taken"
+            : "inheriting a share again: an heir of it died and its Lease was taken",
       );
     }
     if (signal.aborted) return;
@@ -276,7 +281,9 @@ export class Heirs {
     const chain = inheritanceChain(this.#self, owner, this.#records);
     if (chain !== undefined) return { key: chainKey(chain), chain };
     const released = this.#releases.get(owner);
-    return released === undefined ? undefined : { key: `released ${encodeInheritance(released)}`, released };
+    return released === undefined
+      ? undefined
+      : { key: `${RELEASED_KEY}${encodeInheritance(released)}`, released };
   }
 
   #start(

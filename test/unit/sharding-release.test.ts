@@ -341,6 +341,7 @@ describe("a newcomer taking up a released share", () => {
 
   it("watches the owner's resources it is given, and stops once the release ends; a take restarts it by the record", () => {
     const runs: { owner: string; mine: (claim: string) => boolean; signal: AbortSignal }[] = [];
+    const said: string[] = [];
     const heirs = new Heirs({
       self: "d",
       seed: () => seed,
@@ -349,7 +350,7 @@ describe("a newcomer taking up a released share", () => {
         runs.push({ owner: o, mine, signal });
         return new Promise(() => {});
       },
-      logger,
+      logger: pino({ level: "info" }, { write: (line: string) => void said.push(JSON.parse(line).msg) }),
     });
     const stop = new AbortController();
     heirs.update("a", lease("a_9"), stop.signal);
@@ -364,6 +365,7 @@ describe("a newcomer taking up a released share", () => {
     heirs.update("a", lease("sharder/b_1", null, taken), stop.signal);
     expect(first?.signal.aborted).toBe(true);
     expect(runs).toHaveLength(2);
+    expect(said).toContain("inheriting a share again: the replica releasing it died and its Lease was taken");
     for (const claim of KEYS) if (heirOf(claim, four, seed) === "d") expect(runs[1]?.mine(claim)).toBe(true);
     // The release ended (the annotation gone): nothing inherited.
     heirs.update("a", lease("a_9", null), stop.signal);
