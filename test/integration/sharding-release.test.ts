@@ -20,6 +20,7 @@ import {
   HOLDING_ANNOTATION,
   RELEASED_ANNOTATION,
 } from "../../src/sharding/release.ts";
+import { refuseDeploymentUpdates } from "../support/admission-policy.ts";
 import { waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type Replica, type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
@@ -38,13 +39,9 @@ const spec = (tag: number): DeploymentSpec => ({
 describe("sharding: a join's share released whole", () => {
   const user = new ClusterUser();
   let world: ShardedWorld | undefined;
-  let policy: string | undefined;
+  let policy: { remove(): Promise<void> } | undefined;
   afterAll(async () => {
-    if (policy)
-      for (const kind of ["validatingadmissionpolicybindings", "validatingadmissionpolicies"])
-        await user.client
-          .request({ method: "DELETE", path: `/apis/admissionregistration.k8s.io/v1/${kind}/${policy}` })
-          .catch(() => undefined);
+    await policy?.remove();
     await world?.stop();
   });
 
@@ -196,66 +193,14 @@ describe("sharding: a join's share released whole", () => {
     // 2. Another join, its labels refused: the share stays released, and the newcomer reconciles
     // it while every resource is still labelled for its owner.
     const secondName = "rel-4";
-    policy = `release-hold-${namespace}`;
     const held = `!has(object.metadata.labels) || !('${OWNER_LABEL}' in object.metadata.labels) || object.metadata.labels['${OWNER_LABEL}'] != '${secondName}'`;
-    await user.client.request({
-      method: "POST",
-      path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
-      body: {
-        apiVersion: "admissionregistration.k8s.io/v1",
-        kind: "ValidatingAdmissionPolicy",
-        metadata: { name: policy },
-        spec: {
-          failurePolicy: "Fail",
-          matchConstraints: {
-            resourceRules: [
-              {
-                apiGroups: ["dms.dev"],
-                apiVersions: ["*"],
-                operations: ["UPDATE"],
-                resources: ["deployments"],
-              },
-            ],
-          },
-          validations: [
-            { expression: held, message: "labels for the second newcomer held back by the test" },
-          ],
-        },
-      },
+    policy = await refuseDeploymentUpdates(user, {
+      name: `release-hold-${namespace}`,
+      namespace,
+      allowed: held,
+      message: "labels for the second newcomer held back by the test",
+      probe: { name: names[0] ?? "", body: { metadata: { labels: { [OWNER_LABEL]: secondName } } } },
     });
-    await user.client.request({
-      method: "POST",
-      path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
-      body: {
-        apiVersion: "admissionregistration.k8s.io/v1",
-        kind: "ValidatingAdmissionPolicyBinding",
-        metadata: { name: policy },
-        spec: {
-          policyName: policy,
-          validationActions: ["Deny"],
-          matchResources: {
-            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-          },
-        },
-      },
-    });
-    // In effect once the API server refuses a dry run of such a label.
-    await waitFor(
-      async () => {
-        try {
-          await user.client.request({
-            method: "PATCH",
-            path: `/apis/dms.dev/v1alpha1/namespaces/${namespace}/deployments/${names[0]}?dryRun=All`,
-            contentType: "application/merge-patch+json",
-            body: { metadata: { labels: { [OWNER_LABEL]: secondName } } },
-          });
-          return undefined;
-        } catch (err) {
-          return /held back by the test/.test(String(err)) ? true : undefined;
-        }
-      },
-      { timeoutMs: 30_000, intervalMs: 500, description: "the policy refusing the second newcomer's labels" },
-    );
     seen.clear();
     const second = r.start();
     expect(second.name).toBe(secondName);
