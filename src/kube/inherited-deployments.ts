@@ -11,12 +11,12 @@
  * *in transit*: still a claimant of its service name (a younger rival here must not take the
  * name for that moment), but not reconciled here (it may be on its way to another replica). It
  * stays so until a watch here adds it (an update, as if it never left) or for {@link TRANSIT_MS}
- * (then it is deleted from the cache). So is every resource a second watch held when it stops:
- * one whose ring changed (an heir died, a release became a record) starts again and lists them.
+ * (then it is deleted from the cache; `transit.ts`). So is every resource a second watch held
+ * when it stops: one whose ring changed (an heir died, a release became a record) starts again,
+ * and they wait for its list.
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/inputs.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/compact.ts";
 import { type ObjectRef, objectKey } from "../runtime/queue-records.ts";
 import {
   CustomResources,
@@ -26,6 +26,7 @@ import {
 } from "./custom-resources.ts";
 import { type DeploymentObject, decodeDeployment, refOf } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
+import { TRANSIT_MS, Transit } from "./transit.ts";
 
 /**
  * One dead replica's resources that this replica inherits (a watch of their owner label). Listed
@@ -75,12 +76,6 @@ interface Prefetched {
   adopted: boolean;
 }
 
-/**
- * How long a resource an inherited watch let go (not deleted) stays a claimant here, waiting for
- * the own watch to add it: far more than one watch can run behind the other on a loaded API server.
- */
-export const TRANSIT_MS = 15_000;
-
 /** Options of {@link ShareDeployments}. */
 export interface ShareDeploymentsOptions extends KubeDeploymentsOptions {
   /** The label selector of the dead replica `owner`'s resources (the scope's, and its owner label). */
@@ -99,13 +94,16 @@ export class ShareDeployments extends KubeDeployments {
   /** Per owner inherited, resolved when its watch ended. */
   readonly #ended = new Map<string, Promise<void>>();
   /** Resources an inherited watch let go that the own watch has not added yet, by key (see the module comment). */
-  readonly #transit = new Map<string, { obj: DeploymentObject; timer: ReturnType<typeof setTimeout> }>();
-  /** The keys in {@link #transit} by what each claims: a claim check reads only its rivals. */
-  readonly #transitClaims = new Map<string, OneOrMany<string>>();
+  readonly #transit: Transit;
 
   constructor(options: ShareDeploymentsOptions) {
     super(options);
     this.#options = options;
+    this.#transit = new Transit({
+      ms: options.transitMs ?? TRANSIT_MS,
+      listing: (owner) => this.#inherited.get(owner)?.hasSynced() === false,
+      left: (obj) => this.#emit((h) => h.onDelete?.(obj)),
+    });
   }
 
   /**
@@ -157,7 +155,7 @@ export class ShareDeployments extends KubeDeployments {
       onAdd: (obj: DeploymentObject) => {
         if (own(obj) || this.#elsewhere(obj, share)) return;
         // Back from transit (never reported deleted): an update.
-        const was = this.#arrived(refOf(obj));
+        const was = this.#transit.arrived(refOf(obj));
         this.#emit((h) => (was ? h.onUpdate?.(was, obj) : h.onAdd?.(obj)));
       },
       onUpdate: (old: DeploymentObject, obj: DeploymentObject) => {
@@ -166,7 +164,7 @@ export class ShareDeployments extends KubeDeployments {
       onDelete: (obj: DeploymentObject) => {
         if (own(obj) || this.#elsewhere(obj, share)) return;
         // Let go, not deleted: on its way to a watch, maybe the own one (see the module comment).
-        if (obj.metadata.deletionTimestamp === undefined) this.#inTransit(obj);
+        if (obj.metadata.deletionTimestamp === undefined) this.#transit.hold(obj, owner);
         else this.#emit((h) => h.onDelete?.(obj));
       },
     };
@@ -186,7 +184,8 @@ export class ShareDeployments extends KubeDeployments {
       unsubscribe();
       this.#inherited.delete(owner);
       // Not known to be deleted: on its way to a watch, maybe the next one of `owner` (see above).
-      for (const obj of share.list()) if (!own(obj) && !this.#elsewhere(obj, share)) this.#inTransit(obj);
+      for (const obj of share.list())
+        if (!own(obj) && !this.#elsewhere(obj, share)) this.#transit.hold(obj, owner);
       this.#ended.delete(owner);
       ended();
     }
@@ -233,34 +232,6 @@ export class ShareDeployments extends KubeDeployments {
       },
       keep,
     );
-  }
-
-  /** Holds `obj`, let go by an inherited watch, as a claimant until the own watch adds it, or {@link TRANSIT_MS}. */
-  #inTransit(obj: DeploymentObject): void {
-    const key = objectKey(refOf(obj));
-    this.#arrived(refOf(obj));
-    const timer = setTimeout(() => {
-      if (this.#transit.get(key)?.obj !== obj) return;
-      this.#arrived(refOf(obj));
-      this.#emit((h) => h.onDelete?.(obj));
-    }, this.#options.transitMs ?? TRANSIT_MS);
-    timer.unref?.();
-    this.#transit.set(key, { obj, timer });
-    this.#transitClaims.set(claimOf(obj), addItem(this.#transitClaims.get(claimOf(obj)), key));
-  }
-
-  /** Ends `ref`'s transit, if it was in transit: the object it was, for the own watch's add. */
-  #arrived(ref: ObjectRef): DeploymentObject | undefined {
-    const key = objectKey(ref);
-    const entry = this.#transit.get(key);
-    if (!entry) return undefined;
-    clearTimeout(entry.timer);
-    this.#transit.delete(key);
-    const claim = claimOf(entry.obj);
-    const left = removeItem(this.#transitClaims.get(claim), key);
-    if (left === undefined) this.#transitClaims.delete(claim);
-    else this.#transitClaims.set(claim, left);
-    return entry.obj;
   }
 
   /** The dead replicas whose resources this replica inherits now. */
@@ -314,7 +285,7 @@ export class ShareDeployments extends KubeDeployments {
     // held was in the cache already (an update), one it deletes that an inherited watch holds stays.
     const undo = super.subscribe({
       onAdd: (obj) => {
-        const inherited = this.#inheritedGet(refOf(obj)) ?? this.#arrived(refOf(obj));
+        const inherited = this.#inheritedGet(refOf(obj)) ?? this.#transit.arrived(refOf(obj));
         return inherited ? handlers.onUpdate?.(inherited, obj) : handlers.onAdd?.(obj);
       },
       onUpdate: (old, obj) => handlers.onUpdate?.(old, obj),
@@ -349,10 +320,7 @@ export class ShareDeployments extends KubeDeployments {
         if (!found.has(key) && super.get(refOf(obj)) === undefined) found.set(key, obj);
       }
     if (index === CLAIM_INDEX)
-      for (const key of itemsOf(this.#transitClaims.get(value))) {
-        const obj = this.#transit.get(key)?.obj;
-        if (obj && !found.has(key)) found.set(key, obj);
-      }
+      for (const [key, obj] of this.#transit.claiming(value)) if (!found.has(key)) found.set(key, obj);
     return [...found.values()];
   }
 

@@ -264,6 +264,37 @@ describe("a replica's cache with an inherited share", () => {
     await running;
   });
 
+  it("keeps them so for as long as the watch started again is listing, then lets go of what its list no longer holds", async () => {
+    const items = [resource("d1", "d", "2"), resource("d2", "d", "3"), rivalOf("x2", "d2", "a", "4")];
+    // Every watch list of d's resources holds its end until `endList`.
+    const api = await apiServer(items, "d");
+    const { cache, events, run, running, inheritance, inherited } = await inheritingAll(api.client, 50);
+    await api.watching("d");
+    api.endList("d");
+    await until(cache, () => cache.size === 3);
+    events.length = 0;
+    inheritance.abort();
+    await inherited;
+    // Meanwhile d2 was labelled for another replica: the next list no longer holds it.
+    items.splice(1, 1);
+    const again = new AbortController();
+    const restarted = cache.inherit("d", () => true, again.signal);
+    while (api.opened("d") < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Four transits long, the list not ended: both still claimants, neither reported deleted.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(names(cache.byIndex(CLAIM_INDEX, "d1"))).toEqual(["d1"]);
+    expect(names(cache.byIndex(CLAIM_INDEX, "d2"))).toEqual(["d2", "x2"]);
+    expect(events).toEqual([]);
+    api.endList("d");
+    await until(cache, () => events.includes("update d1@2") && events.includes("delete d2"));
+    expect(events).toEqual(["update d1@2", "delete d2"]);
+    expect(names(cache.byIndex(CLAIM_INDEX, "d2"))).toEqual(["x2"]);
+    again.abort();
+    await restarted;
+    run.abort();
+    await running;
+  });
+
   describe("a silent replica's share listed ahead of a take", () => {
     const items = () => [
       resource("a1", "a", "1"),
