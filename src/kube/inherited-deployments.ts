@@ -95,6 +95,8 @@ export class ShareDeployments extends KubeDeployments {
   readonly #ended = new Map<string, Promise<void>>();
   /** Resources an inherited watch let go that the own watch has not added yet, by key (see the module comment). */
   readonly #transit: Transit;
+  /** The subscription to the own watch's events, made with the first reader's. */
+  #ownEvents: (() => void) | undefined;
 
   constructor(options: ShareDeploymentsOptions) {
     super(options);
@@ -281,23 +283,28 @@ export class ShareDeployments extends KubeDeployments {
 
   override subscribe(handlers: ReflectorHandlers<DeploymentObject>): () => void {
     this.#handlers.add(handlers);
-    // The own watch's events, seen through the union: an object it adds that an inherited watch
-    // held was in the cache already (an update), one it deletes that an inherited watch holds stays.
-    const undo = super.subscribe({
-      onAdd: (obj) => {
+    // The own watch's events, seen through the union, once for every reader (an add ends a
+    // transit once): an object it adds that an inherited watch held or that was in transit was
+    // in the cache already (an update), one it deletes that an inherited watch holds stays.
+    this.#ownEvents ??= super.subscribe({
+      onAdd: (obj, key) => {
         const inherited = this.#inheritedGet(refOf(obj)) ?? this.#transit.arrived(refOf(obj));
-        return inherited ? handlers.onUpdate?.(inherited, obj) : handlers.onAdd?.(obj);
+        this.#emit((h) => (inherited ? h.onUpdate?.(inherited, obj) : h.onAdd?.(obj, key)));
       },
-      onUpdate: (old, obj) => handlers.onUpdate?.(old, obj),
+      onUpdate: (old, obj) => this.#emit((h) => h.onUpdate?.(old, obj)),
       onDelete: (obj) => {
         const inherited = this.#inheritedGet(refOf(obj));
-        return inherited ? handlers.onUpdate?.(obj, inherited) : handlers.onDelete?.(obj);
+        this.#emit((h) => (inherited ? h.onUpdate?.(obj, inherited) : h.onDelete?.(obj)));
       },
     });
     return () => {
       this.#handlers.delete(handlers);
-      undo();
     };
+  }
+
+  /** Whether `ref` is in transit: not in the cache, a claimant still, and maybe back soon. */
+  inTransit(ref: ObjectRef): boolean {
+    return this.#transit.has(ref);
   }
 
   override get(ref: ObjectRef): DeploymentObject | undefined {

@@ -64,6 +64,11 @@ export class Transit {
     this.#byClaim.set(claimOf(obj), addItem(this.#byClaim.get(claimOf(obj)), key));
   }
 
+  /** Whether `ref` is in transit. */
+  has(ref: ObjectRef): boolean {
+    return this.#byKey.has(objectKey(ref));
+  }
+
   /** Ends `ref`'s transit, if it was in transit: the object it was, for the add that ends it. */
   arrived(ref: ObjectRef): DeploymentObject | undefined {
     const key = objectKey(ref);

@@ -8,7 +8,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { keyOfMeta, parseObjectKey } from "../runtime/queue-records.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, handoverTo, mayLetGo, OWNER_LABEL } from "./labels.ts";
-import { FENCE_MARGIN_MS, ShardMember } from "./member.ts";
+import { FENCE_MARGIN_MS, HOLD_RECHECK_MS, ShardMember } from "./member.ts";
 import { heldByReplica, released, takenBySharder } from "./membership.ts";
 import { encodeMovingBy, ringOf } from "./moving-by.ts";
 import { LABELS_UNHEARD_MS, podOfIdentity, type Release } from "./release.ts";
@@ -59,8 +59,11 @@ export function replicaHandOffs(o: HandOffOptions): HandOffs {
     name,
     leaseDurationMs: o.leaseDurationMs,
     owned: (key) => {
-      const obj = o.cache()?.get(parseObjectKey(key));
-      if (!obj) return undefined;
+      const ref = parseObjectKey(key);
+      const cache = o.cache();
+      const obj = cache?.get(ref);
+      // Between two watches (one started again by a new ring): looked at again until it is back.
+      if (!obj) return cache?.inTransit?.(ref) ? { drain: false, holdMs: HOLD_RECHECK_MS } : undefined;
       // Labelled for another replica: inherited from a dead one or released to this one as it
       // joined (only those are in the cache), whose drain label nobody answers (the sharder or
       // that owner labels the resource for this replica). Parked while this replica's own release

@@ -29,6 +29,8 @@ export interface CachedResource {
 /** This replica's cache of its share of the resources. */
 export interface ReplicaCache {
   get(ref: ObjectRef): CachedResource | undefined;
+  /** Whether `ref` is between two of the cache's watches (`kube/transit.ts`): back soon, maybe. */
+  inTransit?(ref: ObjectRef): boolean;
   list(): readonly CachedResource[];
   readonly size: number;
   subscribe(handlers: WatchHandlers<CachedResource>): unknown;

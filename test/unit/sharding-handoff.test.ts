@@ -11,6 +11,7 @@ import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import type { ObjectRef } from "../../src/runtime/queue-records.ts";
 import { heirOf } from "../../src/sharding/inheritance.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { HOLD_RECHECK_MS } from "../../src/sharding/member.ts";
 import { ringOf } from "../../src/sharding/moving-by.ts";
 import { type CachedResource, type ShardedReplica, shardedReplica } from "../../src/sharding/replica.ts";
 import type { WatchHandlers } from "../../src/sharding/sharder-loop.ts";
@@ -43,7 +44,7 @@ const INHERITED =
  * The owner "a" (leader of the ring), its 40 resources cached (and `others`, labelled for "c"),
  * before the newcomer "d" joins (`join`).
  */
-async function owner(others: readonly string[] = []) {
+async function owner(others: readonly string[] = [], transit: ReadonlySet<string> = new Set()) {
   const clock = new ManualClock({ start: 1_000_000 });
   const leases = new RingLeaseStore();
   const labelled = (key: string, replica: string): [string, CachedResource] => {
@@ -76,6 +77,7 @@ async function owner(others: readonly string[] = []) {
   replica.attach(
     {
       get: (ref) => cached.get(keyOf(ref)),
+      inTransit: (ref) => transit.has(keyOf(ref)),
       list: () => [...cached.values()],
       get size() {
         return cached.size;
@@ -353,5 +355,25 @@ describe("a resource of a released share deleted and created again under its nam
     await h.advance(RETRY_MS * 2);
     expect(h.leases.get("a")?.released?.identity).toBe("d_1");
     expect(await h.reconciles(key)).toBe(false);
+  });
+});
+
+describe("a resource between two of the replica's watches (in transit)", () => {
+  it("is not reconciled and not dropped: looked at again until it is back, dropped once it is not", async () => {
+    const transit = new Set<string>();
+    const o = await owner([], transit);
+    const key = KEYS[0] ?? "";
+    const guarded = () => o.replica.guard(async () => Action.done())(key, new AbortController().signal);
+    // Its watch stopped to start again by a new ring: out of the cache, in transit.
+    o.relabel(key, undefined);
+    transit.add(key);
+    expect(await guarded()).toEqual(Action.requeueAfter(HOLD_RECHECK_MS));
+    // Listed again: reconciled.
+    o.relabel(key, "a");
+    transit.delete(key);
+    expect(await guarded()).toEqual(Action.done());
+    // Gone for good (its transit over): nothing to reconcile.
+    o.relabel(key, undefined);
+    expect(await guarded()).toEqual(Action.gone());
   });
 });

@@ -175,6 +175,12 @@ describe("a replica's cache with an inherited share", () => {
     await until(cache, () => cache.size === 3);
     await Promise.all([api.watching("a"), api.watching("d")]);
     events.length = 0;
+    // A second reader hears the same: the add that ends a transit is an update for every reader.
+    const second: string[] = [];
+    cache.subscribe({
+      onAdd: (o) => void second.push(`add ${o.metadata.name}`),
+      onUpdate: (_old, o) => void second.push(`update ${o.metadata.name}@${o.metadata.resourceVersion}`),
+    });
     const claimants = () => names(cache.byIndex(CLAIM_INDEX, "d1"));
     expect(claimants()).toEqual(["d1", "x1"]);
 
@@ -186,11 +192,14 @@ describe("a replica's cache with an inherited share", () => {
     expect(events).toEqual(["update d2@21"]);
     expect(claimants()).toEqual(["d1", "x1"]);
     expect(cache.get({ namespace: "ns", name: "d1" })).toBeUndefined();
+    expect(cache.inTransit({ namespace: "ns", name: "d1" })).toBe(true);
     expect(names(cache.list())).toEqual(["d2", "x1"]);
     // The own watch adds it: an update, as if it never left.
     api.push("a", "ADDED", resource("d1", "a", "20"));
     await until(cache, () => events.length === 2);
     expect(events).toEqual(["update d2@21", "update d1@20"]);
+    expect(second).toEqual(events);
+    expect(cache.inTransit({ namespace: "ns", name: "d1" })).toBe(false);
     expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.labels?.[OWNER_LABEL]).toBe("a");
 
     // One let go that the own watch never adds (labelled for another replica) leaves once the
